@@ -1,0 +1,5 @@
+"""Allow ``python -m kaudit``."""
+
+from kaudit.cli.app import main
+
+main()

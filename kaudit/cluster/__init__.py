@@ -1,0 +1,1 @@
+"""Read a live cluster into frozen models."""

@@ -1,0 +1,117 @@
+"""Open librdkafka clients from :class:`ConnectionSettings`, with bounded waits.
+
+Every error librdkafka reports while we talk to the cluster is collected, so
+that when a call times out we can say *why* (refused, authentication, TLS)
+in one line instead of a bare timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from kaudit.connect.settings import ConnectionSettings
+from kaudit.errors import ConnectionFailure, InputError
+
+rdkafka_log = logging.getLogger("kaudit.librdkafka")
+
+
+class ErrorCollector:
+    """Receives librdkafka's asynchronous errors (``error_cb``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.errors: list[Any] = []
+
+    def __call__(self, err: Any) -> None:
+        with self._lock:
+            self.errors.append(err)
+
+    def explain(self) -> str | None:
+        """The most telling error seen: authentication and TLS before transport."""
+        from confluent_kafka import KafkaError
+
+        with self._lock:
+            errors = list(self.errors)
+        if not errors:
+            return None
+        auth = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+        for err in errors:
+            if err.code() in auth:
+                return f"authentication failed: {err.str()}"
+        for err in errors:
+            if err.code() == KafkaError._SSL:
+                return f"TLS handshake failed: {err.str()}"
+        transport = [e for e in errors if e.code() == KafkaError._TRANSPORT]
+        return str((transport or errors)[-1].str())
+
+
+def client_config(settings: ConnectionSettings, collector: ErrorCollector | None = None,
+                  **extra: Any) -> dict[str, Any]:
+    """The librdkafka configuration for ``settings`` plus ``extra`` keys."""
+    conf: dict[str, Any] = {
+        "bootstrap.servers": settings.bootstrap_servers,
+        # librdkafka logs to stderr by default; route it through logging so it
+        # is silent unless -vv, and redacted like everything else.
+        "logger": rdkafka_log,
+        "socket.connection.setup.timeout.ms": int(min(settings.timeout, 30) * 1000),
+    }
+    conf.update(settings.properties)
+    if collector is not None:
+        conf["error_cb"] = collector
+    conf.update(extra)
+    return conf
+
+
+def kafka_message(exc: BaseException) -> str:
+    """The text of a KafkaException (or any exception) without its repr noise."""
+    arg = exc.args[0] if exc.args else exc
+    text = arg.str() if hasattr(arg, "str") else str(arg)
+    return str(text)
+
+
+class AdminSession:
+    """An AdminClient plus the errors it saw, with every wait bounded by the timeout."""
+
+    def __init__(self, settings: ConnectionSettings) -> None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        self.settings = settings
+        self.collector = ErrorCollector()
+        try:
+            self.admin = AdminClient(client_config(settings, self.collector))
+        except (KafkaException, ValueError, TypeError) as exc:
+            raise InputError(f"invalid client configuration: {kafka_message(exc)}") from None
+
+    def unreachable(self, exc: BaseException | None = None) -> ConnectionFailure:
+        """The one-line exit-3 error for a cluster we could not talk to."""
+        self.admin.poll(0.2)  # serve pending error callbacks: they say why
+        reason = (self.collector.explain() or (kafka_message(exc) if exc else None)
+                  or "no response")
+        return ConnectionFailure(
+            f"cannot reach Kafka at {self.settings.bootstrap_servers} within "
+            f"{self.settings.timeout:g}s: {reason}")
+
+    def wait(self, future: Any) -> Any:
+        """Wait for an admin future within the timeout, mapping failures to exit 3."""
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        from confluent_kafka import KafkaException
+
+        try:
+            return future.result(timeout=self.settings.timeout)
+        except FutureTimeout:
+            raise self.unreachable() from None
+        except KafkaException as exc:
+            raise self.unreachable(exc) from None
+
+    def list_topics(self) -> Any:
+        """Cluster metadata (all topics), bounded by the timeout."""
+        from confluent_kafka import KafkaException
+
+        try:
+            return self.admin.list_topics(timeout=self.settings.timeout)
+        except KafkaException as exc:
+            raise self.unreachable(exc) from None

@@ -1,0 +1,52 @@
+"""``kaudit cluster``: who the cluster is (id, controller, brokers, topics)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kaudit.cluster.client import AdminSession
+from kaudit.connect.settings import ConnectionSettings
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """One broker as the cluster advertises it."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """A cluster's identity and size, read in one round trip or two."""
+
+    cluster_id: str | None
+    controller_id: int | None
+    """The controller as reported to clients. Under KRaft, clients cannot see the
+    quorum, so Kafka reports a live broker that forwards controller requests."""
+    brokers: tuple[BrokerInfo, ...]
+    topic_count: int
+    """All topics, internal ones included."""
+    internal_topic_count: int
+
+
+def read_cluster_info(settings: ConnectionSettings) -> ClusterInfo:
+    """Describe the cluster; unreachable or unauthorised clusters raise exit-3 errors."""
+    session = AdminSession(settings)
+    described = session.wait(session.admin.describe_cluster(request_timeout=settings.timeout))
+    metadata = session.list_topics()
+    internal = sum(1 for name in metadata.topics if name.startswith("__"))
+    brokers = tuple(sorted(
+        (BrokerInfo(id=n.id, host=n.host, port=n.port, rack=n.rack) for n in described.nodes),
+        key=lambda b: b.id,
+    ))
+    controller = described.controller
+    return ClusterInfo(
+        cluster_id=described.cluster_id,
+        controller_id=controller.id if controller is not None and controller.id >= 0 else None,
+        brokers=brokers,
+        topic_count=len(metadata.topics),
+        internal_topic_count=internal,
+    )

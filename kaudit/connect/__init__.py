@@ -1,0 +1,5 @@
+"""Connection settings: flags, environment, contexts, properties files, redaction."""
+
+from kaudit.connect.settings import ConnectionSettings, resolve_connection
+
+__all__ = ["ConnectionSettings", "resolve_connection"]

@@ -1,0 +1,80 @@
+"""The single redaction function every output path goes through.
+
+Two defences: values under secret-looking keys are masked wherever a
+mapping is rendered, and every secret value kaudit has loaded is remembered
+so it is masked even where it shows up inside free text (an error message
+from a client library, a log line, a JAAS string).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+MASK = "*****"
+
+# Keys whose values are credentials, in Java and librdkafka spelling.
+_SECRET_KEY = re.compile(
+    r"(password|secret|sasl\.jaas\.config|ssl\.key\.pem|ssl\.keystore\.key|"
+    r"ssl_key|private[._-]?key|credentials?|token|api[._-]?key)",
+    re.IGNORECASE,
+)
+# Inline secrets in JAAS strings and URLs, in case one was never registered.
+_JAAS_SECRET = re.compile(r'((?:password|clientSecret|secret)\s*=\s*)("[^"]*"|\S+?)(;|\s|$)')
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)([^@/\s]+)(@)")
+_QUERY_PASSWORD = re.compile(r"([?&](?:password|secret)=)([^&\s]+)", re.IGNORECASE)
+
+_lock = threading.Lock()
+_known_secrets: set[str] = set()
+
+
+def is_secret_key(key: str) -> bool:
+    """True when a configuration key names a credential."""
+    return bool(_SECRET_KEY.search(key))
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret value so that :func:`redact` masks it anywhere."""
+    # Very short values would mask ordinary words; a real credential is longer.
+    if value and len(value) >= 3:
+        with _lock:
+            _known_secrets.add(value)
+
+
+def forget_secrets() -> None:
+    """Drop all remembered secrets (tests use this between cases)."""
+    with _lock:
+        _known_secrets.clear()
+
+
+def _redact_text(text: str) -> str:
+    with _lock:
+        secrets = sorted(_known_secrets, key=len, reverse=True)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    text = _JAAS_SECRET.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
+    return _QUERY_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}", text)
+
+
+def redact(value: Any) -> Any:
+    """Return ``value`` with every secret masked.
+
+    Strings have remembered secrets and inline credentials masked; mappings
+    also have the values of secret-looking keys masked; lists and tuples are
+    redacted item by item. Anything else is returned unchanged.
+    """
+    if isinstance(value, str):
+        return _redact_text(value)
+    if isinstance(value, Mapping):
+        return {
+            k: (MASK if isinstance(k, str) and is_secret_key(k) and v not in (None, "")
+                else redact(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return type(value)(redact(v) for v in value)
+    return value

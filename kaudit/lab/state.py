@@ -1,0 +1,158 @@
+"""The lab's state directory: ``lab.json`` plus one folder per node.
+
+``lab.json`` records everything needed to restart a node exactly as it was
+started (its command line and ports), so ``kaudit lab start ID`` and a second
+``kaudit lab up`` bring back the same cluster with its data.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from kaudit.errors import LabStateError
+
+STATE_FILE = "lab.json"
+
+
+def default_state_dir() -> Path:
+    """Per-user lab state directory (``KAUDIT_LAB_DIR`` overrides)."""
+    env = os.environ.get("KAUDIT_LAB_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "kaudit" / "lab"
+
+
+class NodeState(StrEnum):
+    """What a lab node's process is doing."""
+
+    running = "running"
+    paused = "paused"
+    """Stopped with SIGSTOP: alive as a process, silent as a broker."""
+    down = "down"
+
+
+@dataclass
+class LabNode:
+    """One Kafka process of the lab."""
+
+    id: int
+    role: str
+    """``broker`` or ``controller``."""
+    port: int
+    directory: str
+    argv: list[str]
+    pid: int | None = None
+
+    @property
+    def log_path(self) -> Path:
+        """Where the node's stdout and stderr go."""
+        return Path(self.directory) / "server.log"
+
+    @property
+    def marker(self) -> str:
+        """A token on the node's command line, to tell our JVM from a reused pid."""
+        return f"-Dkaudit.lab.node={self.directory}"
+
+
+@dataclass
+class LabState:
+    """Everything ``kaudit lab`` knows about one lab."""
+
+    state_dir: str
+    cluster_id: str
+    kafka_version: str
+    nodes: list[LabNode] = field(default_factory=list)
+    broker_config: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def brokers(self) -> list[LabNode]:
+        """Broker nodes, by id."""
+        return sorted((n for n in self.nodes if n.role == "broker"), key=lambda n: n.id)
+
+    @property
+    def controllers(self) -> list[LabNode]:
+        """Controller nodes, by id."""
+        return sorted((n for n in self.nodes if n.role == "controller"), key=lambda n: n.id)
+
+    @property
+    def bootstrap(self) -> str:
+        """The bootstrap servers string for clients."""
+        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers)
+
+    def node(self, node_id: int) -> LabNode:
+        """The node with ``node_id``, or an input error listing the ids there are."""
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        ids = ", ".join(str(n.id) for n in sorted(self.nodes, key=lambda n: n.id))
+        raise LabStateError(f"no node {node_id} in this lab (brokers and controllers: {ids})")
+
+    def save(self) -> None:
+        """Write ``lab.json`` atomically."""
+        path = Path(self.state_dir) / STATE_FILE
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, state_dir: Path) -> LabState:
+        """Read ``lab.json``; a missing lab is an input error that says what to run."""
+        path = state_dir / STATE_FILE
+        if not path.exists():
+            raise LabStateError(f"no lab in {state_dir}", hint="start one with `kaudit lab up`")
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            nodes = [LabNode(**n) for n in raw.pop("nodes")]
+            return cls(nodes=nodes, **raw)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise LabStateError(f"{path}: unreadable lab state ({exc.__class__.__name__}); "
+                                "remove the directory or use `kaudit lab down --purge`") from None
+
+
+def node_state(node: LabNode) -> NodeState:
+    """Is the node's process running, paused (SIGSTOP) or gone?"""
+    pid = node.pid
+    if not pid:
+        return NodeState.down
+    try:
+        # Reap it if we are its parent, so a dead child is not a zombie.
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return NodeState.down
+    if node.marker not in cmdline.split("\0"):
+        return NodeState.down  # the pid was reused by another process
+    code = stat.rsplit(")", 1)[1].split()[0]
+    if code in ("Z", "X", "x"):
+        return NodeState.down
+    if code in ("T", "t"):
+        return NodeState.paused
+    return NodeState.running
+
+
+@contextmanager
+def locked(state_dir: Path) -> Iterator[None]:
+    """Hold the lab's lock so two kaudit commands do not start or stop it at once."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with open(state_dir / ".lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LabStateError(f"another kaudit command is changing the lab in {state_dir}",
+                                hint="wait for it to finish") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -1,0 +1,1 @@
+"""Render results: one registry of formats, one way to write output."""

@@ -1,0 +1,57 @@
+"""Where rendered output goes: stdout or ``-o FILE``, always redacted.
+
+Files are written to a temporary name beside the target and renamed into
+place, so an interrupted run never leaves a half-written report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from kaudit.connect.redact import redact
+from kaudit.errors import InputError
+
+
+class OutputFormat(StrEnum):
+    """Formats every command offers (check adds junit, sarif and github)."""
+
+    table = "table"
+    json = "json"
+
+
+def default_format(explicit: OutputFormat | None) -> OutputFormat:
+    """``table`` on a terminal, ``json`` when stdout is piped, unless given."""
+    if explicit is not None:
+        return explicit
+    return OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
+
+
+def to_json(document: dict[str, Any]) -> str:
+    """Serialise a report document, redacted, with a stable key order."""
+    return json.dumps(redact(document), indent=2, sort_keys=False, default=str) + "\n"
+
+
+def emit(text: str, output: str | None = None) -> None:
+    """Write ``text`` (redacted) to ``output`` atomically, or to stdout."""
+    text = redact(text)
+    if not output or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    target = Path(output).expanduser()
+    if not target.parent.is_dir():
+        raise InputError(f"-o {output}: directory {target.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
