@@ -18,7 +18,7 @@ from kaudit.errors import ExitCode, KauditError
 app = typer.Typer(
     name="kaudit",
     help="Audit what an Apache Kafka cluster really delivers: check its configuration, "
-         "probe its behaviour, reconcile its sinks.",
+    "probe its behaviour, reconcile its sinks.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -41,10 +41,12 @@ def configure_logging(verbosity: int) -> None:
     root = logging.getLogger("kaudit")
     root.handlers[:] = [handler]
     root.propagate = False
-    root.setLevel(logging.WARNING if verbosity == 0 else
-                  logging.INFO if verbosity == 1 else logging.DEBUG)
+    root.setLevel(
+        logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    )
     logging.getLogger("kaudit.librdkafka").setLevel(
-        logging.DEBUG if verbosity >= 2 else logging.CRITICAL + 1)
+        logging.DEBUG if verbosity >= 2 else logging.CRITICAL + 1
+    )
 
 
 def _version(value: bool) -> None:
@@ -55,11 +57,18 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
-    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True,
-                                         help="More logging on stderr; -vv adds librdkafka's."
-                                         )] = 0,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose", "-v", count=True, help="More logging on stderr; -vv adds librdkafka's."
+        ),
+    ] = 0,
 ) -> None:
     """Audit what an Apache Kafka cluster really delivers."""
     configure_logging(verbose)

@@ -26,14 +26,20 @@ def cluster_document(info: ClusterInfo) -> dict[str, Any]:
 
 def cluster_table(info: ClusterInfo) -> str:
     """Human-readable rendering of :class:`ClusterInfo`."""
-    head = tabulate([
-        ("cluster id", info.cluster_id or "-"),
-        ("controller", info.controller_id if info.controller_id is not None else "-"),
-        ("brokers", len(info.brokers)),
-        ("topics", f"{info.topic_count} ({info.internal_topic_count} internal)"),
-    ], tablefmt="plain")
-    brokers = tabulate([(b.id, b.host, b.port, b.rack or "-") for b in info.brokers],
-                       headers=["broker", "host", "port", "rack"], tablefmt="simple")
+    head = tabulate(
+        [
+            ("cluster id", info.cluster_id or "-"),
+            ("controller", info.controller_id if info.controller_id is not None else "-"),
+            ("brokers", len(info.brokers)),
+            ("topics", f"{info.topic_count} ({info.internal_topic_count} internal)"),
+        ],
+        tablefmt="plain",
+    )
+    brokers = tabulate(
+        [(b.id, b.host, b.port, b.rack or "-") for b in info.brokers],
+        headers=["broker", "host", "port", "rack"],
+        tablefmt="simple",
+    )
     return f"{head}\n\n{brokers}\n"
 
 
@@ -50,5 +56,6 @@ def cluster(
     settings = options.connection(bootstrap_server, command_config, property, context, timeout)
     info = read_cluster_info(settings)
     fmt = default_format(format)
-    emit(to_json(cluster_document(info)) if fmt is OutputFormat.json else cluster_table(info),
-         output)
+    emit(
+        to_json(cluster_document(info)) if fmt is OutputFormat.json else cluster_table(info), output
+    )

@@ -17,7 +17,7 @@ from kaudit.report.output import OutputFormat, default_format, emit, to_json
 
 app = typer.Typer(
     help="Run a real local Apache Kafka cluster (KRaft, loopback) to try kaudit on and "
-         "to break on purpose.",
+    "to break on purpose.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -35,22 +35,29 @@ def _say(message: str) -> None:
     typer.echo(f"kaudit lab: {message}", err=True)
 
 
-NodeId = Annotated[int, typer.Argument(metavar="NODE_ID",
-                                       help="Broker id (1..N) or controller id (100..).")]
+NodeId = Annotated[
+    int, typer.Argument(metavar="NODE_ID", help="Broker id (1..N) or controller id (100..).")
+]
 
 
 @app.command()
 def up(
     brokers: Annotated[int, typer.Option(help="Number of brokers.")] = 3,
     controllers: Annotated[int, typer.Option(help="Number of dedicated KRaft controllers.")] = 1,
-    kafka_version: Annotated[str, typer.Option(
-        help="Apache Kafka version resolved from Maven Central.")] = DEFAULT_KAFKA_VERSION,
-    kafka_home: Annotated[str | None, typer.Option(
-        metavar="DIR", help="Use an existing Kafka installation instead of Maven.")] = None,
-    broker_config: Annotated[list[str] | None, typer.Option(
-        metavar="KEY=VALUE", help="Broker setting for every broker; repeatable.")] = None,
-    wait: Annotated[float, typer.Option(
-        metavar="SECONDS", help="How long to wait for the cluster to be ready.")] = 180,
+    kafka_version: Annotated[
+        str, typer.Option(help="Apache Kafka version resolved from Maven Central.")
+    ] = DEFAULT_KAFKA_VERSION,
+    kafka_home: Annotated[
+        str | None,
+        typer.Option(metavar="DIR", help="Use an existing Kafka installation instead of Maven."),
+    ] = None,
+    broker_config: Annotated[
+        list[str] | None,
+        typer.Option(metavar="KEY=VALUE", help="Broker setting for every broker; repeatable."),
+    ] = None,
+    wait: Annotated[
+        float, typer.Option(metavar="SECONDS", help="How long to wait for the cluster to be ready.")
+    ] = 180,
     state_dir: options.StateDir = None,
 ) -> None:
     """Start the lab (or restart a stopped one) and print its bootstrap servers."""
@@ -59,17 +66,27 @@ def up(
     state = manager.lab_up(
         directory,
         lambda: kafka_runtime(kafka_version, kafka_home),
-        brokers=brokers, controllers=controllers, broker_config=extra, wait_s=wait, say=_say)
-    _say(f"ready: {len(state.brokers)} brokers, Kafka {state.kafka_version}, state in "
-         f"{directory}")
+        brokers=brokers,
+        controllers=controllers,
+        broker_config=extra,
+        wait_s=wait,
+        say=_say,
+    )
+    _say(f"ready: {len(state.brokers)} brokers, Kafka {state.kafka_version}, state in {directory}")
     typer.echo(state.bootstrap)
 
 
 def _node_row(node: LabNode) -> dict[str, Any]:
     st = node_state(node)
-    return {"id": node.id, "role": node.role, "pid": node.pid if st is not NodeState.down
-            else None, "port": node.port, "state": st.value, "alive": st is NodeState.running,
-            "log": str(node.log_path)}
+    return {
+        "id": node.id,
+        "role": node.role,
+        "pid": node.pid if st is not NodeState.down else None,
+        "port": node.port,
+        "state": st.value,
+        "alive": st is NodeState.running,
+        "log": str(node.log_path),
+    }
 
 
 def status_document(state: LabState) -> dict[str, Any]:
@@ -86,28 +103,42 @@ def status_document(state: LabState) -> dict[str, Any]:
 
 
 @app.command()
-def status(state_dir: options.StateDir = None, format: options.Format = None,
-           output: options.Output = None) -> None:
+def status(
+    state_dir: options.StateDir = None, format: options.Format = None, output: options.Output = None
+) -> None:
     """Show each node's pid, port and state, and the bootstrap servers."""
     state = LabState.load(options.state_dir(state_dir))
     doc = status_document(state)
     if default_format(format) is OutputFormat.json:
         emit(to_json(doc), output)
         return
-    rows = [(n["id"], n["role"], n["pid"] or "-", n["port"], n["state"])
-            for n in doc["brokers"] + doc["controllers"]]
-    emit(f"bootstrap  {doc['bootstrap']}\nkafka      {doc['kafka_version']}\n"
-         f"state dir  {doc['state_dir']}\n\n"
-         + tabulate(rows, headers=["node", "role", "pid", "port", "state"]) + "\n", output)
+    rows = [
+        (n["id"], n["role"], n["pid"] or "-", n["port"], n["state"])
+        for n in doc["brokers"] + doc["controllers"]
+    ]
+    emit(
+        f"bootstrap  {doc['bootstrap']}\nkafka      {doc['kafka_version']}\n"
+        f"state dir  {doc['state_dir']}\n\n"
+        + tabulate(rows, headers=["node", "role", "pid", "port", "state"])
+        + "\n",
+        output,
+    )
 
 
 @app.command()
-def kill(node_id: NodeId,
-         signal: Annotated[Signal, typer.Option(
-             "--signal", "-s", case_sensitive=False,
-             help="TERM: controlled shutdown; KILL: crash; STOP: freeze (resume with start)."
-         )] = Signal.KILL,
-         state_dir: options.StateDir = None) -> None:
+def kill(
+    node_id: NodeId,
+    signal: Annotated[
+        Signal,
+        typer.Option(
+            "--signal",
+            "-s",
+            case_sensitive=False,
+            help="TERM: controlled shutdown; KILL: crash; STOP: freeze (resume with start).",
+        ),
+    ] = Signal.KILL,
+    state_dir: options.StateDir = None,
+) -> None:
     """Stop one node the way a failure would."""
     node = manager.lab_kill(options.state_dir(state_dir), node_id, signal.value)
     verb = "paused" if signal is Signal.STOP else "stopped"
@@ -115,18 +146,23 @@ def kill(node_id: NodeId,
 
 
 @app.command()
-def start(node_id: NodeId,
-          wait: Annotated[float, typer.Option(metavar="SECONDS",
-                                              help="How long to wait for it to register.")] = 120,
-          state_dir: options.StateDir = None) -> None:
+def start(
+    node_id: NodeId,
+    wait: Annotated[
+        float, typer.Option(metavar="SECONDS", help="How long to wait for it to register.")
+    ] = 120,
+    state_dir: options.StateDir = None,
+) -> None:
     """Restart a killed node, or resume a paused one."""
     node, done = manager.lab_start(options.state_dir(state_dir), node_id, wait_s=wait)
     _say(f"{node.role} {node.id} {done}")
 
 
 @app.command()
-def down(purge: Annotated[bool, typer.Option(help="Also delete all data and logs.")] = False,
-         state_dir: options.StateDir = None) -> None:
+def down(
+    purge: Annotated[bool, typer.Option(help="Also delete all data and logs.")] = False,
+    state_dir: options.StateDir = None,
+) -> None:
     """Stop every node; with --purge also delete the lab's data."""
     directory = options.state_dir(state_dir)
     manager.lab_down(directory, purge=purge, say=_say)

@@ -13,39 +13,96 @@ from kaudit.report.output import OutputFormat
 
 CONNECTION = "Connection"
 
-BootstrapServer = Annotated[str | None, typer.Option(
-    "--bootstrap-server", "-b", metavar="HOST:PORT[,...]", rich_help_panel=CONNECTION,
-    help="Brokers to bootstrap from [env KAUDIT_BOOTSTRAP_SERVERS].")]
-CommandConfig = Annotated[str | None, typer.Option(
-    "--command-config", "-F", metavar="FILE", rich_help_panel=CONNECTION,
-    help="Java client.properties or librdkafka properties file [env KAUDIT_COMMAND_CONFIG].")]
-Property = Annotated[list[str] | None, typer.Option(
-    "--property", "-X", metavar="KEY=VALUE", rich_help_panel=CONNECTION,
-    help="librdkafka client property; repeatable; overrides -F.")]
-Context = Annotated[str | None, typer.Option(
-    "--context", metavar="NAME", rich_help_panel=CONNECTION,
-    help="Named context from ~/.config/kaudit/config.yaml [env KAUDIT_CONFIG for the file].")]
-Timeout = Annotated[float | None, typer.Option(
-    "--timeout", metavar="SECONDS", rich_help_panel=CONNECTION,
-    help="Upper bound for every network wait [default: 10].")]
+BootstrapServer = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-server",
+        "-b",
+        metavar="HOST:PORT[,...]",
+        rich_help_panel=CONNECTION,
+        help="Brokers to bootstrap from [env KAUDIT_BOOTSTRAP_SERVERS].",
+    ),
+]
+CommandConfig = Annotated[
+    str | None,
+    typer.Option(
+        "--command-config",
+        "-F",
+        metavar="FILE",
+        rich_help_panel=CONNECTION,
+        help="Java client.properties or librdkafka properties file [env KAUDIT_COMMAND_CONFIG].",
+    ),
+]
+Property = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--property",
+        "-X",
+        metavar="KEY=VALUE",
+        rich_help_panel=CONNECTION,
+        help="librdkafka client property; repeatable; overrides -F.",
+    ),
+]
+Context = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        metavar="NAME",
+        rich_help_panel=CONNECTION,
+        help="Named context from ~/.config/kaudit/config.yaml [env KAUDIT_CONFIG for the file].",
+    ),
+]
+Timeout = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        rich_help_panel=CONNECTION,
+        help="Upper bound for every network wait [default: 10].",
+    ),
+]
 
-Format = Annotated[OutputFormat | None, typer.Option(
-    "--format", "-f", case_sensitive=False,
-    help="Output format [default: table on a terminal, json otherwise].")]
-Output = Annotated[str | None, typer.Option(
-    "--output", "-o", metavar="FILE", help="Write the report to FILE instead of stdout.")]
+Format = Annotated[
+    OutputFormat | None,
+    typer.Option(
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="Output format [default: table on a terminal, json otherwise].",
+    ),
+]
+Output = Annotated[
+    str | None,
+    typer.Option(
+        "--output", "-o", metavar="FILE", help="Write the report to FILE instead of stdout."
+    ),
+]
 
-StateDir = Annotated[Path | None, typer.Option(
-    "--state-dir", metavar="DIR",
-    help="Lab state directory [default: ~/.local/state/kaudit/lab, env KAUDIT_LAB_DIR].")]
+StateDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-dir",
+        metavar="DIR",
+        help="Lab state directory [default: ~/.local/state/kaudit/lab, env KAUDIT_LAB_DIR].",
+    ),
+]
 
 
-def connection(bootstrap_server: str | None, command_config: str | None,
-               properties: list[str] | None, context: str | None,
-               timeout: float | None) -> ConnectionSettings:
+def connection(
+    bootstrap_server: str | None,
+    command_config: str | None,
+    properties: list[str] | None,
+    context: str | None,
+    timeout: float | None,
+) -> ConnectionSettings:
     """Resolve the connection options of a command."""
-    return resolve_connection(bootstrap_server=bootstrap_server, command_config=command_config,
-                              properties=properties or (), context=context, timeout=timeout)
+    return resolve_connection(
+        bootstrap_server=bootstrap_server,
+        command_config=command_config,
+        properties=properties or (),
+        context=context,
+        timeout=timeout,
+    )
 
 
 def state_dir(value: Path | None) -> Path:

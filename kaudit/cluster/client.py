@@ -47,8 +47,9 @@ class ErrorCollector:
         return str((transport or errors)[-1].str())
 
 
-def client_config(settings: ConnectionSettings, collector: ErrorCollector | None = None,
-                  **extra: Any) -> dict[str, Any]:
+def client_config(
+    settings: ConnectionSettings, collector: ErrorCollector | None = None, **extra: Any
+) -> dict[str, Any]:
     """The librdkafka configuration for ``settings`` plus ``extra`` keys."""
     conf: dict[str, Any] = {
         "bootstrap.servers": settings.bootstrap_servers,
@@ -88,11 +89,11 @@ class AdminSession:
     def unreachable(self, exc: BaseException | None = None) -> ConnectionFailure:
         """The one-line exit-3 error for a cluster we could not talk to."""
         self.admin.poll(0.2)  # serve pending error callbacks: they say why
-        reason = (self.collector.explain() or (kafka_message(exc) if exc else None)
-                  or "no response")
+        reason = self.collector.explain() or (kafka_message(exc) if exc else None) or "no response"
         return ConnectionFailure(
             f"cannot reach Kafka at {self.settings.bootstrap_servers} within "
-            f"{self.settings.timeout:g}s: {reason}")
+            f"{self.settings.timeout:g}s: {reason}"
+        )
 
     def wait(self, future: Any) -> Any:
         """Wait for an admin future within the timeout, mapping failures to exit 3."""

@@ -38,10 +38,12 @@ def read_cluster_info(settings: ConnectionSettings) -> ClusterInfo:
     described = session.wait(session.admin.describe_cluster(request_timeout=settings.timeout))
     metadata = session.list_topics()
     internal = sum(1 for name in metadata.topics if name.startswith("__"))
-    brokers = tuple(sorted(
-        (BrokerInfo(id=n.id, host=n.host, port=n.port, rack=n.rack) for n in described.nodes),
-        key=lambda b: b.id,
-    ))
+    brokers = tuple(
+        sorted(
+            (BrokerInfo(id=n.id, host=n.host, port=n.port, rack=n.rack) for n in described.nodes),
+            key=lambda b: b.id,
+        )
+    )
     controller = described.controller
     return ClusterInfo(
         cluster_id=described.cluster_id,

@@ -68,8 +68,11 @@ def load_context(name: str | None) -> Context | None:
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise FileInputError(str(path), mark.line + 1 if mark else None,
-                             f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        raise FileInputError(
+            str(path),
+            mark.line + 1 if mark else None,
+            f"invalid YAML: {getattr(exc, 'problem', exc)}",
+        ) from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.__class__.__name__}") from None
     if root is None:
@@ -84,17 +87,20 @@ def load_context(name: str | None) -> Context | None:
     if unknown:
         key = sorted(unknown)[0]
         key_node = next(k for k, _ in root.value if k.value == key)
-        raise FileInputError(str(path), _line(key_node),
-                             f"unknown key {key!r} (expected current-context, contexts)")
+        raise FileInputError(
+            str(path), _line(key_node), f"unknown key {key!r} (expected current-context, contexts)"
+        )
     wanted = name or data.get("current-context")
     if not wanted:
         return None
     contexts = data.get("contexts") or {}
     if not isinstance(contexts, dict) or wanted not in contexts:
         known = ", ".join(sorted(contexts)) if isinstance(contexts, dict) else ""
-        raise FileInputError(str(path), _line(nodes.get("contexts")),
-                             f"no context named {wanted!r}" + (f" (have: {known})" if known
-                                                               else ""))
+        raise FileInputError(
+            str(path),
+            _line(nodes.get("contexts")),
+            f"no context named {wanted!r}" + (f" (have: {known})" if known else ""),
+        )
     body = contexts[wanted] or {}
     ctx_nodes = {k.value: (k, v) for k, v in nodes["contexts"].value}
     ctx_node = ctx_nodes[wanted][1]
@@ -103,15 +109,19 @@ def load_context(name: str | None) -> Context | None:
     for key in body:
         if key not in CONTEXT_KEYS:
             key_node = next(k for k, _ in ctx_node.value if k.value == key)
-            raise FileInputError(str(path), _line(key_node),
-                                 f"unknown key {key!r} in context {wanted!r} "
-                                 f"(expected one of {', '.join(CONTEXT_KEYS)})")
+            raise FileInputError(
+                str(path),
+                _line(key_node),
+                f"unknown key {key!r} in context {wanted!r} "
+                f"(expected one of {', '.join(CONTEXT_KEYS)})",
+            )
     props = body.get("properties") or {}
     if not isinstance(props, dict):
         raise FileInputError(str(path), _line(ctx_node), "properties must be a mapping")
     timeout = body.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool)
-                                or not isinstance(timeout, int | float) or timeout <= 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
         raise FileInputError(str(path), _line(ctx_node), "timeout must be a positive number")
     return Context(
         name=wanted,

@@ -113,15 +113,29 @@ def read_properties(path: str | Path) -> PropertiesFile:
 
 # Java client keys that mean nothing to a librdkafka client kaudit builds
 # itself (serializers are chosen by kaudit): dropped silently.
-_IGNORED_JAVA_KEYS = frozenset({
-    "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
-    "ssl.truststore.type", "ssl.keystore.type", "ssl.protocol", "ssl.keymanager.algorithm",
-    "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
-    "sasl.login.class", "metric.reporters", "interceptor.classes",
-})
+_IGNORED_JAVA_KEYS = frozenset(
+    {
+        "key.serializer",
+        "value.serializer",
+        "key.deserializer",
+        "value.deserializer",
+        "ssl.truststore.type",
+        "ssl.keystore.type",
+        "ssl.protocol",
+        "ssl.keymanager.algorithm",
+        "ssl.trustmanager.algorithm",
+        "ssl.secure.random.implementation",
+        "sasl.login.class",
+        "metric.reporters",
+        "interceptor.classes",
+    }
+)
 
-_JAAS = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)"
-                   r"(?P<options>.*?);?\s*$", re.DOTALL)
+_JAAS = re.compile(
+    r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)"
+    r"(?P<options>.*?);?\s*$",
+    re.DOTALL,
+)
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;]+))')
 
 _SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -157,8 +171,11 @@ def translate_java_properties(props: PropertiesFile) -> dict[str, str]:
         if key == "sasl.jaas.config":
             parsed = _jaas_options(value)
             if parsed is None:
-                fail(key, "sasl.jaas.config is not a JAAS entry "
-                          "('<LoginModule> required username=\"...\" password=\"...\";')")
+                fail(
+                    key,
+                    "sasl.jaas.config is not a JAAS entry "
+                    '(\'<LoginModule> required username="..." password="...";\')',
+                )
             assert parsed is not None
             module, options = parsed
             short = module.rsplit(".", 1)[-1]
@@ -167,13 +184,16 @@ def translate_java_properties(props: PropertiesFile) -> dict[str, str]:
             elif short == "ScramLoginModule":
                 mech = src.get("sasl.mechanism", "").upper()
                 if mech not in _SCRAM_MECHANISMS:
-                    fail(key, "ScramLoginModule needs sasl.mechanism=SCRAM-SHA-256 "
-                              "or SCRAM-SHA-512")
+                    fail(
+                        key, "ScramLoginModule needs sasl.mechanism=SCRAM-SHA-256 or SCRAM-SHA-512"
+                    )
             elif short == "OAuthBearerLoginModule":
                 out.setdefault("sasl.mechanism", "OAUTHBEARER")
-                for java_opt, rd_key in (("clientId", "sasl.oauthbearer.client.id"),
-                                         ("clientSecret", "sasl.oauthbearer.client.secret"),
-                                         ("scope", "sasl.oauthbearer.scope")):
+                for java_opt, rd_key in (
+                    ("clientId", "sasl.oauthbearer.client.id"),
+                    ("clientSecret", "sasl.oauthbearer.client.secret"),
+                    ("scope", "sasl.oauthbearer.scope"),
+                ):
                     if java_opt in options:
                         out[rd_key] = options[java_opt]
                         if java_opt == "clientSecret":
@@ -182,9 +202,12 @@ def translate_java_properties(props: PropertiesFile) -> dict[str, str]:
                     out.setdefault("sasl.oauthbearer.method", "oidc")
                 continue
             else:
-                fail(key, f"login module {short} cannot be translated for librdkafka; "
-                          "use sasl.username/sasl.password (PLAIN, SCRAM) or "
-                          "sasl.kerberos.* keys instead")
+                fail(
+                    key,
+                    f"login module {short} cannot be translated for librdkafka; "
+                    "use sasl.username/sasl.password (PLAIN, SCRAM) or "
+                    "sasl.kerberos.* keys instead",
+                )
             if "username" not in options or "password" not in options:
                 fail(key, f"{short} in sasl.jaas.config needs username and password")
             out["sasl.username"] = options["username"]
@@ -195,8 +218,11 @@ def translate_java_properties(props: PropertiesFile) -> dict[str, str]:
             if kind == "PEM":
                 out["ssl.ca.location"] = value
             else:
-                fail(key, f"{kind or 'JKS'} truststores cannot be read by librdkafka; "
-                          "export the CA certificate as PEM and set ssl.ca.location")
+                fail(
+                    key,
+                    f"{kind or 'JKS'} truststores cannot be read by librdkafka; "
+                    "export the CA certificate as PEM and set ssl.ca.location",
+                )
         elif key == "ssl.truststore.password":
             continue  # only meaningful for JKS/PKCS12 truststores, rejected above
         elif key == "ssl.truststore.certificates":
@@ -209,9 +235,12 @@ def translate_java_properties(props: PropertiesFile) -> dict[str, str]:
                 out["ssl.certificate.location"] = value
                 out["ssl.key.location"] = value
             else:
-                fail(key, f"{kind or 'JKS'} keystores cannot be read by librdkafka; use "
-                          "ssl.certificate.location and ssl.key.location (PEM) or a PKCS12 "
-                          "keystore")
+                fail(
+                    key,
+                    f"{kind or 'JKS'} keystores cannot be read by librdkafka; use "
+                    "ssl.certificate.location and ssl.key.location (PEM) or a PKCS12 "
+                    "keystore",
+                )
         elif key == "ssl.keystore.certificate.chain":
             out["ssl.certificate.pem"] = value
         elif key == "ssl.keystore.key":

@@ -71,8 +71,11 @@ def redact(value: Any) -> Any:
         return _redact_text(value)
     if isinstance(value, Mapping):
         return {
-            k: (MASK if isinstance(k, str) and is_secret_key(k) and v not in (None, "")
-                else redact(v))
+            k: (
+                MASK
+                if isinstance(k, str) and is_secret_key(k) and v not in (None, "")
+                else redact(v)
+            )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):

@@ -62,8 +62,11 @@ def parse_property_flags(items: Sequence[str]) -> dict[str, str]:
             raise InputError(f"-X {item.split('=')[0]!r}: expected KEY=VALUE")
         if is_secret_key(key):
             register_secret(value)
-            log.warning("-X %s on the command line is visible in the process list and shell "
-                        "history; put it in a --command-config file instead", key)
+            log.warning(
+                "-X %s on the command line is visible in the process list and shell "
+                "history; put it in a --command-config file instead",
+                key,
+            )
         out[key] = value
     return out
 
@@ -91,8 +94,11 @@ def resolve_connection(
     """Combine flags, environment and context into :class:`ConnectionSettings`."""
     ctx = load_context(context)
 
-    config_file = command_config or os.environ.get(ENV_COMMAND_CONFIG) or (
-        ctx.command_config if ctx else None)
+    config_file = (
+        command_config
+        or os.environ.get(ENV_COMMAND_CONFIG)
+        or (ctx.command_config if ctx else None)
+    )
     merged: dict[str, str] = dict(ctx.properties) if ctx else {}
     for key, value in merged.items():
         if is_secret_key(key):
@@ -101,8 +107,9 @@ def resolve_connection(
         merged.update(translate_java_properties(read_properties(config_file)))
     merged.update(parse_property_flags(properties))
 
-    file_bootstrap = merged.pop("bootstrap.servers", None) or merged.pop("metadata.broker.list",
-                                                                         None)
+    file_bootstrap = merged.pop("bootstrap.servers", None) or merged.pop(
+        "metadata.broker.list", None
+    )
     candidates = [
         (bootstrap_server, "--bootstrap-server"),
         (os.environ.get(ENV_BOOTSTRAP), ENV_BOOTSTRAP),
@@ -114,7 +121,7 @@ def resolve_connection(
         raise InputError(
             "no bootstrap server given",
             hint=f"pass -b HOST:PORT, set {ENV_BOOTSTRAP}, use --context, "
-                 "or run `eval \"$(kaudit lab env)\"` for the local lab",
+            'or run `eval "$(kaudit lab env)"` for the local lab',
         )
     value, origin = chosen
     _check_sasl(merged)
@@ -132,8 +139,11 @@ def resolve_connection(
 
 def _check_sasl(props: dict[str, str]) -> None:
     protocol = props.get("security.protocol", "PLAINTEXT").upper()
-    if protocol.startswith("SASL") and not (props.get("sasl.mechanism")
-                                            or props.get("sasl.mechanisms")):
+    if protocol.startswith("SASL") and not (
+        props.get("sasl.mechanism") or props.get("sasl.mechanisms")
+    ):
         # librdkafka would quietly fall back to GSSAPI (Kerberos).
-        raise InputError(f"security.protocol={protocol} needs sasl.mechanism "
-                         "(PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)")
+        raise InputError(
+            f"security.protocol={protocol} needs sasl.mechanism "
+            "(PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)"
+        )

@@ -22,6 +22,7 @@ import uuid
 from base64 import urlsafe_b64encode
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from kaudit.errors import InputError, LabError, LabStateError
 from kaudit.lab.runtime import KafkaRuntime
@@ -88,8 +89,15 @@ def _properties_text(values: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
-def _node_properties(node_id: int, role: str, port: int, directory: Path, voters: str,
-                     broker_count: int, extra: dict[str, str]) -> dict[str, str]:
+def _node_properties(
+    node_id: int,
+    role: str,
+    port: int,
+    directory: Path,
+    voters: str,
+    broker_count: int,
+    extra: dict[str, str],
+) -> dict[str, str]:
     common = {
         "process.roles": role,
         "node.id": str(node_id),
@@ -103,28 +111,40 @@ def _node_properties(node_id: int, role: str, port: int, directory: Path, voters
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
         }
     internal_rf = str(min(3, broker_count))
-    return common | {
-        "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        # Internal topics must fit the lab's size; everything else keeps Kafka's defaults
-        # so that `kaudit check` sees what a fresh real cluster looks like.
-        "offsets.topic.replication.factor": internal_rf,
-        "transaction.state.log.replication.factor": internal_rf,
-        "transaction.state.log.min.isr": str(min(2, broker_count)),
-        "group.initial.rebalance.delay.ms": "0",
-    } | extra
+    return (
+        common
+        | {
+            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            # Internal topics must fit the lab's size; everything else keeps Kafka's defaults
+            # so that `kaudit check` sees what a fresh real cluster looks like.
+            "offsets.topic.replication.factor": internal_rf,
+            "transaction.state.log.replication.factor": internal_rf,
+            "transaction.state.log.min.isr": str(min(2, broker_count)),
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        | extra
+    )
 
 
-def _argv(runtime: KafkaRuntime, node: str, heap: str, directory: Path,
-          main: Sequence[str]) -> list[str]:
+def _argv(
+    runtime: KafkaRuntime, node: str, heap: str, directory: Path, main: Sequence[str]
+) -> list[str]:
     return [
-        runtime.java, f"-Xmx{heap}", "-Xms64m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-        "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+        runtime.java,
+        f"-Xmx{heap}",
+        "-Xms64m",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={directory.parent / 'log4j2.yaml'}",
         f"-Dkaudit.lab.node={directory}",
-        "-cp", runtime.classpath, *main,
+        "-cp",
+        runtime.classpath,
+        *main,
     ]
 
 
@@ -133,11 +153,23 @@ def _format(runtime: KafkaRuntime, nodes: list[LabNode], cluster_id: str) -> Non
     procs = []
     for node in nodes:
         config = Path(node.directory) / "server.properties"
-        argv = _argv(runtime, node.role, "256m", Path(node.directory),
-                     ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)])
+        argv = _argv(
+            runtime,
+            node.role,
+            "256m",
+            Path(node.directory),
+            ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
+        )
         out = open(Path(node.directory) / "format.log", "w")  # noqa: SIM115
-        procs.append((node, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL), out))
+        procs.append(
+            (
+                node,
+                subprocess.Popen(
+                    argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                ),
+                out,
+            )
+        )
     for node, proc, out in procs:
         code = proc.wait(timeout=180)
         out.close()
@@ -160,16 +192,26 @@ def _tail(path: Path, lines: int = 1) -> str:
 def _launch(node: LabNode) -> None:
     log_file = open(node.log_path, "ab")  # noqa: SIM115
     try:
-        proc = subprocess.Popen(node.argv, stdout=log_file, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=node.directory,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            node.argv,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=node.directory,
+            start_new_session=True,
+        )
     finally:
         log_file.close()
     node.pid = proc.pid
 
 
-def create_lab(state_dir: Path, runtime: KafkaRuntime, brokers: int, controllers: int,
-               broker_config: dict[str, str]) -> LabState:
+def create_lab(
+    state_dir: Path,
+    runtime: KafkaRuntime,
+    brokers: int,
+    controllers: int,
+    broker_config: dict[str, str],
+) -> LabState:
     """Write configs and format storage for a new lab (nothing is started)."""
     if not 1 <= brokers < CONTROLLER_ID_BASE:
         raise InputError(f"--brokers must be between 1 and {CONTROLLER_ID_BASE - 1}")
@@ -179,24 +221,39 @@ def create_lab(state_dir: Path, runtime: KafkaRuntime, brokers: int, controllers
     (state_dir / "log4j2.yaml").write_text(_LOG4J2, encoding="utf-8")
     ports = free_ports(brokers + controllers)
     controller_ids = [CONTROLLER_ID_BASE + i for i in range(controllers)]
-    voters = ",".join(f"{cid}@127.0.0.1:{ports[brokers + i]}"
-                      for i, cid in enumerate(controller_ids))
+    voters = ",".join(
+        f"{cid}@127.0.0.1:{ports[brokers + i]}" for i, cid in enumerate(controller_ids)
+    )
     cluster_id = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    state = LabState(state_dir=str(state_dir), cluster_id=cluster_id,
-                     kafka_version=runtime.kafka_version, broker_config=broker_config)
+    state = LabState(
+        state_dir=str(state_dir),
+        cluster_id=cluster_id,
+        kafka_version=runtime.kafka_version,
+        broker_config=broker_config,
+    )
     layout = [(i + 1, "broker", ports[i]) for i in range(brokers)] + [
-        (cid, "controller", ports[brokers + i]) for i, cid in enumerate(controller_ids)]
+        (cid, "controller", ports[brokers + i]) for i, cid in enumerate(controller_ids)
+    ]
     for node_id, role, port in layout:
         directory = state_dir / f"{role}-{node_id}"
         directory.mkdir(parents=True, exist_ok=True)
-        props = _node_properties(node_id, role, port, directory, voters, brokers,
-                                 broker_config if role == "broker" else {})
+        props = _node_properties(
+            node_id,
+            role,
+            port,
+            directory,
+            voters,
+            brokers,
+            broker_config if role == "broker" else {},
+        )
         (directory / "server.properties").write_text(_properties_text(props), encoding="utf-8")
         heap = BROKER_HEAP if role == "broker" else CONTROLLER_HEAP
-        argv = _argv(runtime, role, heap, directory,
-                     ["kafka.Kafka", str(directory / "server.properties")])
-        state.nodes.append(LabNode(id=node_id, role=role, port=port,
-                                   directory=str(directory), argv=argv))
+        argv = _argv(
+            runtime, role, heap, directory, ["kafka.Kafka", str(directory / "server.properties")]
+        )
+        state.nodes.append(
+            LabNode(id=node_id, role=role, port=port, directory=str(directory), argv=argv)
+        )
     _format(runtime, state.nodes, cluster_id)
     state.save()
     return state
@@ -210,7 +267,8 @@ def _check_ports_free(state: LabState) -> None:
             except OSError:
                 raise LabStateError(
                     f"port {node.port} of node {node.id} is taken by another program",
-                    hint="`kaudit lab down --purge` and `kaudit lab up` pick new ports") from None
+                    hint="`kaudit lab down --purge` and `kaudit lab up` pick new ports",
+                ) from None
 
 
 def start_lab(state: LabState, *, wait_s: float, say: Say = _quiet) -> None:
@@ -230,11 +288,11 @@ def start_lab(state: LabState, *, wait_s: float, say: Say = _quiet) -> None:
 def wait_ready(state: LabState, wait_s: float) -> None:
     """Block until all brokers are registered and a replicated topic can be created."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
     deadline = time.monotonic() + wait_s
-    admin = AdminClient({"bootstrap.servers": state.bootstrap,
-                         "logger": logging.getLogger("kaudit.librdkafka")})
+    admin = AdminClient(_lab_client_config(state))
     rf = min(3, len(state.brokers))
     last_error = "no answer yet"
     while time.monotonic() < deadline:
@@ -242,8 +300,9 @@ def wait_ready(state: LabState, wait_s: float) -> None:
         try:
             registered = admin.describe_cluster(request_timeout=5).result(timeout=6)
             if len(registered.nodes) >= len(state.brokers):
-                fut = admin.create_topics([NewTopic(READY_TOPIC, 1, rf)],
-                                          operation_timeout=10, request_timeout=10)[READY_TOPIC]
+                fut = admin.create_topics(
+                    [NewTopic(READY_TOPIC, 1, rf)], operation_timeout=10, request_timeout=10
+                )[READY_TOPIC]
                 try:
                     fut.result(timeout=12)
                 except KafkaException as exc:
@@ -255,20 +314,35 @@ def wait_ready(state: LabState, wait_s: float) -> None:
         except Exception as exc:  # any client error here just means "not ready yet"
             last_error = str(exc)[:200]
         time.sleep(0.5)
-    raise LabError(f"lab not ready after {wait_s:g}s: {last_error}",
-                   hint=f"broker logs are in {state.state_dir}")
+    raise LabError(
+        f"lab not ready after {wait_s:g}s: {last_error}",
+        hint=f"broker logs are in {state.state_dir}",
+    )
+
+
+def _lab_client_config(state: LabState) -> dict[str, Any]:
+    return {"bootstrap.servers": state.bootstrap, "logger": logging.getLogger("kaudit.librdkafka")}
 
 
 def _raise_if_node_died(state: LabState) -> None:
     for node in state.nodes:
         if node_state(node) is NodeState.down:
-            raise LabError(f"{node.role} {node.id} exited during start: {_tail(node.log_path)}",
-                           hint=f"full log: {node.log_path}")
+            raise LabError(
+                f"{node.role} {node.id} exited during start: {_tail(node.log_path)}",
+                hint=f"full log: {node.log_path}",
+            )
 
 
-def lab_up(state_dir: Path, runtime_factory: Callable[[], KafkaRuntime], *, brokers: int,
-           controllers: int, broker_config: dict[str, str], wait_s: float,
-           say: Say = _quiet) -> LabState:
+def lab_up(
+    state_dir: Path,
+    runtime_factory: Callable[[], KafkaRuntime],
+    *,
+    brokers: int,
+    controllers: int,
+    broker_config: dict[str, str],
+    wait_s: float,
+    say: Say = _quiet,
+) -> LabState:
     """Create (or restart) the lab in ``state_dir`` and wait for it to be ready."""
     with locked(state_dir):
         existing = None
@@ -278,26 +352,30 @@ def lab_up(state_dir: Path, runtime_factory: Callable[[], KafkaRuntime], *, brok
             live = [n for n in existing.nodes if node_state(n) is not NodeState.down]
             if live and len(live) == len(existing.nodes):
                 raise LabStateError(
-                    f"a lab is already running in {state_dir} "
-                    f"(bootstrap {existing.bootstrap})",
-                    hint="use it, or stop it with `kaudit lab down`, or pass another "
-                         "--state-dir")
+                    f"a lab is already running in {state_dir} (bootstrap {existing.bootstrap})",
+                    hint="use it, or stop it with `kaudit lab down`, or pass another --state-dir",
+                )
             if len(existing.brokers) != brokers or len(existing.controllers) != controllers:
                 raise LabStateError(
                     f"the lab in {state_dir} has {len(existing.brokers)} brokers and "
                     f"{len(existing.controllers)} controller(s)",
-                    hint="`kaudit lab down --purge` first to change its size")
+                    hint="`kaudit lab down --purge` first to change its size",
+                )
             if broker_config and broker_config != existing.broker_config:
-                raise LabStateError("--broker-config differs from the stopped lab's",
-                                    hint="`kaudit lab down --purge` first to change it")
+                raise LabStateError(
+                    "--broker-config differs from the stopped lab's",
+                    hint="`kaudit lab down --purge` first to change it",
+                )
             if not live:
                 _check_ports_free(existing)
             say(f"restarting the existing lab in {state_dir}")
             state = existing
         else:
             runtime = runtime_factory()
-            say(f"formatting {brokers} broker(s) and {controllers} controller(s), "
-                f"Kafka {runtime.kafka_version}")
+            say(
+                f"formatting {brokers} broker(s) and {controllers} controller(s), "
+                f"Kafka {runtime.kafka_version}"
+            )
             state = create_lab(state_dir, runtime, brokers, controllers, broker_config)
         try:
             start_lab(state, wait_s=wait_s, say=say)
@@ -308,8 +386,9 @@ def lab_up(state_dir: Path, runtime_factory: Callable[[], KafkaRuntime], *, brok
         return state
 
 
-def _stop_nodes(state: LabState, nodes: list[LabNode], sig: signal.Signals,
-                wait_s: float) -> list[LabNode]:
+def _stop_nodes(
+    state: LabState, nodes: list[LabNode], sig: signal.Signals, wait_s: float
+) -> list[LabNode]:
     """Signal ``nodes`` and wait for them to exit; returns those still alive."""
     targets = [n for n in nodes if node_state(n) is not NodeState.down]
     for node in targets:
@@ -332,15 +411,21 @@ def lab_down(state_dir: Path, *, purge: bool, say: Say = _quiet) -> LabState | N
         try:
             state = LabState.load(state_dir)
         except LabStateError:
-            if purge and state_dir.exists() and not any(
-                    p.name != ".lock" for p in state_dir.iterdir()):
+            if (
+                purge
+                and state_dir.exists()
+                and not any(p.name != ".lock" for p in state_dir.iterdir())
+            ):
                 shutil.rmtree(state_dir)
             raise
         for group in (state.brokers, state.controllers):
             left = _stop_nodes(state, group, signal.SIGTERM, wait_s=30)
             if left:
-                say("node(s) " + ", ".join(str(n.id) for n in left) +
-                    " did not stop in 30s; killing")
+                say(
+                    "node(s) "
+                    + ", ".join(str(n.id) for n in left)
+                    + " did not stop in 30s; killing"
+                )
                 _stop_nodes(state, left, signal.SIGKILL, wait_s=10)
         for node in state.nodes:
             node.pid = None
@@ -371,8 +456,10 @@ def lab_kill(state_dir: Path, node_id: int, signal_name: str, *, wait_s: float =
         return node
     left = _stop_nodes(state, [node], sig, wait_s=wait_s)
     if left:
-        raise LabError(f"{node.role} {node_id} did not exit within {wait_s:g}s of SIG{signal_name}",
-                       hint="try --signal KILL")
+        raise LabError(
+            f"{node.role} {node_id} did not exit within {wait_s:g}s of SIG{signal_name}",
+            hint="try --signal KILL",
+        )
     node.pid = None
     state.save()
     return node
@@ -399,8 +486,7 @@ def lab_start(state_dir: Path, node_id: int, *, wait_s: float) -> tuple[LabNode,
 def _wait_registered(state: LabState, node: LabNode, wait_s: float) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": state.bootstrap,
-                         "logger": logging.getLogger("kaudit.librdkafka")})
+    admin = AdminClient(_lab_client_config(state))
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if node_state(node) is NodeState.down:
@@ -412,5 +498,6 @@ def _wait_registered(state: LabState, node: LabNode, wait_s: float) -> None:
         except Exception:  # not answering yet
             pass
         time.sleep(0.5)
-    raise LabError(f"broker {node.id} did not register within {wait_s:g}s",
-                   hint=f"log: {node.log_path}")
+    raise LabError(
+        f"broker {node.id} did not register within {wait_s:g}s", hint=f"log: {node.log_path}"
+    )

@@ -43,11 +43,14 @@ def find_java() -> str:
     java_home = os.environ.get("JAVA_HOME")
     candidate = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
     if not candidate or not Path(candidate).exists():
-        raise RuntimeUnavailable("Java not found: install a Java 17+ runtime "
-                                 "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME")
+        raise RuntimeUnavailable(
+            "Java not found: install a Java 17+ runtime "
+            "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
     try:
-        out = subprocess.run([candidate, "-version"], capture_output=True, text=True,
-                             timeout=30).stderr
+        out = subprocess.run(
+            [candidate, "-version"], capture_output=True, text=True, timeout=30
+        ).stderr
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RuntimeUnavailable(f"cannot run {candidate}: {exc}") from None
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
@@ -70,7 +73,9 @@ def _pom(version: str) -> str:
     ]
     body = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
-        f"<version>{v}</version></dependency>" for g, a, v in deps)
+        f"<version>{v}</version></dependency>"
+        for g, a, v in deps
+    )
     return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>kaudit.lab</groupId>
@@ -99,22 +104,37 @@ def resolve_kafka_jars(version: str, *, progress: bool = False) -> Path:
         return libs
     mvn = shutil.which("mvn")
     if not mvn:
-        raise RuntimeUnavailable("Maven (mvn) not found: install it (apt-get install maven) "
-                                 "or pass --kafka-home with an existing Kafka installation")
+        raise RuntimeUnavailable(
+            "Maven (mvn) not found: install it (apt-get install maven) "
+            "or pass --kafka-home with an existing Kafka installation"
+        )
     root.mkdir(parents=True, exist_ok=True)
     (root / "pom.xml").write_text(_pom(version), encoding="utf-8")
     staging = root / "libs.partial"
     shutil.rmtree(staging, ignore_errors=True)
-    cmd = [mvn, "-B", "-f", str(root / "pom.xml"), "dependency:copy-dependencies",
-           f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
+    cmd = [
+        mvn,
+        "-B",
+        "-f",
+        str(root / "pom.xml"),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={staging}",
+        "-DincludeScope=runtime",
+    ]
     if not progress:
         cmd.insert(1, "-q")
     try:
-        proc = subprocess.run(cmd, capture_output=not progress, text=True,
-                              timeout=MAVEN_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            cmd,
+            capture_output=not progress,
+            text=True,
+            timeout=MAVEN_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
-        raise RuntimeUnavailable(f"mvn did not resolve Kafka {version} within "
-                                 f"{MAVEN_TIMEOUT_S}s") from None
+        raise RuntimeUnavailable(
+            f"mvn did not resolve Kafka {version} within {MAVEN_TIMEOUT_S}s"
+        ) from None
     if proc.returncode != 0:
         lines = [ln for ln in (proc.stdout or "").splitlines() if "[ERROR]" in ln]
         detail = lines[0].replace("[ERROR]", "").strip() if lines else f"exit {proc.returncode}"
@@ -124,8 +144,9 @@ def resolve_kafka_jars(version: str, *, progress: bool = False) -> Path:
     return libs
 
 
-def kafka_runtime(kafka_version: str | None, kafka_home: str | None, *,
-                  progress: bool = False) -> KafkaRuntime:
+def kafka_runtime(
+    kafka_version: str | None, kafka_home: str | None, *, progress: bool = False
+) -> KafkaRuntime:
     """Java plus a classpath for Kafka, from ``--kafka-home`` or the Maven cache."""
     java = find_java()
     if kafka_home:
@@ -134,7 +155,7 @@ def kafka_runtime(kafka_version: str | None, kafka_home: str | None, *,
         core = [j for j in jars if re.fullmatch(r"kafka_2\.13-[\d.]+\.jar", j.name)]
         if not core:
             raise InputError(f"--kafka-home {kafka_home}: no libs/kafka_2.13-*.jar there")
-        version = core[0].name[len("kafka_2.13-"):-len(".jar")]
+        version = core[0].name[len("kafka_2.13-") : -len(".jar")]
         return KafkaRuntime(java=java, classpath=f"{libs.resolve()}/*", kafka_version=version)
     version = kafka_version or DEFAULT_KAFKA_VERSION
     libs = resolve_kafka_jars(version, progress=progress)

@@ -7,6 +7,7 @@ started (its command line and ports), so ``kaudit lab start ID`` and a second
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -113,8 +114,10 @@ class LabState:
             nodes = [LabNode(**n) for n in raw.pop("nodes")]
             return cls(nodes=nodes, **raw)
         except (ValueError, TypeError, KeyError) as exc:
-            raise LabStateError(f"{path}: unreadable lab state ({exc.__class__.__name__}); "
-                                "remove the directory or use `kaudit lab down --purge`") from None
+            raise LabStateError(
+                f"{path}: unreadable lab state ({exc.__class__.__name__}); "
+                "remove the directory or use `kaudit lab down --purge`"
+            ) from None
 
 
 def node_state(node: LabNode) -> NodeState:
@@ -122,11 +125,9 @@ def node_state(node: LabNode) -> NodeState:
     pid = node.pid
     if not pid:
         return NodeState.down
-    try:
-        # Reap it if we are its parent, so a dead child is not a zombie.
+    # Reap it if we are its parent, so a dead child is not a zombie.
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -150,8 +151,10 @@ def locked(state_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise LabStateError(f"another kaudit command is changing the lab in {state_dir}",
-                                hint="wait for it to finish") from None
+            raise LabStateError(
+                f"another kaudit command is changing the lab in {state_dir}",
+                hint="wait for it to finish",
+            ) from None
         try:
             yield
         finally:
