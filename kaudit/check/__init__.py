@@ -1,0 +1,1 @@
+"""Rules over cluster and client models, and the delivery guarantee calculator."""

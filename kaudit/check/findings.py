@@ -1,0 +1,84 @@
+"""What check produces: findings and guarantees, as frozen records.
+
+One record form feeds every output format (table, json, junit, sarif, github).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    """How bad a finding is; ``--fail-on`` compares against this order."""
+
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+    @property
+    def rank(self) -> int:
+        """0 for info, 1 for warning, 2 for error."""
+        return ("info", "warning", "error").index(self.value)
+
+
+class SubjectKind(StrEnum):
+    """What a finding is about."""
+
+    cluster = "cluster"
+    broker = "broker"
+    topic = "topic"
+    partition = "partition"
+    client = "client"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The thing a finding is about, e.g. topic ``orders`` or partition ``orders-3``."""
+
+    kind: SubjectKind
+    name: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule violation (or note) about one subject."""
+
+    rule: str
+    """Stable rule id, e.g. ``KA101``."""
+    name: str
+    """Stable dotted rule name, e.g. ``topic.min-isr-floor``."""
+    severity: Severity
+    subject: Subject
+    message: str
+    """One sentence an operator can act on."""
+    expected: str | None = None
+    actual: str | None = None
+    source: str | None = None
+    """Where the actual value came from (a ConfigSource name, a file:line)."""
+    waived_by: str | None = None
+    """Set when a waiver covers this finding; waived findings never fail a run."""
+
+
+class Semantics(StrEnum):
+    """Delivery semantics, weakest first."""
+
+    at_most_once = "at-most-once"
+    at_least_once = "at-least-once"
+    exactly_once = "exactly-once"
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The delivery guarantee a topic (or producer -> topic pair) really has."""
+
+    topic: str
+    semantics: Semantics
+    loss_tolerance: int
+    """Broker failures survived without losing an acknowledged write."""
+    write_tolerance: int
+    """Broker failures survived while acks=all writes stay possible (negative: never)."""
+    producer: str | None = None
+    """The producer config this pair is about; None for the topic alone (acks=all assumed)."""
+    reasons: tuple[str, ...] = ()
+    """Short clauses explaining the numbers, e.g. 'min.insync.replicas=1'."""

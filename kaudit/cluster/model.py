@@ -1,0 +1,199 @@
+"""Frozen models of a cluster, as read live, from a snapshot file, or from manifests.
+
+Everything `kaudit check` evaluates is one of these; rules never talk to Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+SNAPSHOT_SCHEMA = "kaudit.snapshot/v1"
+
+
+class ConfigSource(StrEnum):
+    """Where an effective configuration value came from (Kafka's ConfigSource names)."""
+
+    DYNAMIC_TOPIC_CONFIG = "DYNAMIC_TOPIC_CONFIG"
+    DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
+    DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
+    DEFAULT_CONFIG = "DEFAULT_CONFIG"
+    DYNAMIC_BROKER_LOGGER_CONFIG = "DYNAMIC_BROKER_LOGGER_CONFIG"
+    UNKNOWN_CONFIG = "UNKNOWN_CONFIG"
+    MANIFEST = "MANIFEST"
+    """Declared in a manifest (e.g. a Strimzi KafkaTopic) that is not applied yet."""
+    CLIENT_CONFIG = "CLIENT_CONFIG"
+    """Set in a client configuration file."""
+    CLIENT_DEFAULT = "CLIENT_DEFAULT"
+    """Not set in the client file; the client library's default applies."""
+
+    @property
+    def is_default(self) -> bool:
+        """True when nobody chose this value for the topic itself (it was inherited)."""
+        return self is not ConfigSource.DYNAMIC_TOPIC_CONFIG and self is not ConfigSource.MANIFEST
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """One effective configuration entry."""
+
+    name: str
+    value: str | None
+    """The value as Kafka reports it (strings); None when unset or hidden."""
+    source: ConfigSource
+    sensitive: bool = False
+    """Kafka marks passwords and keys sensitive; their values are never stored."""
+
+
+ConfigMap = Mapping[str, ConfigValue]
+
+
+def freeze_configs(entries: Mapping[str, ConfigValue]) -> ConfigMap:
+    """An immutable view of a config mapping."""
+    return MappingProxyType(dict(entries))
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A registered broker."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Leadership and replication state of one partition."""
+
+    partition: int
+    leader: int | None
+    """Leader broker id; None when the partition is offline."""
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic with its effective configs and partition states."""
+
+    name: str
+    internal: bool
+    partition_count: int
+    replication_factor: int
+    """Declared RF for manifests; the largest replica count across partitions for live topics."""
+    configs: ConfigMap = field(default_factory=lambda: MappingProxyType({}))
+    partitions: tuple[PartitionState, ...] = ()
+    """Empty when the state is not known (manifests): live-state rules then skip."""
+
+    def config(self, name: str) -> ConfigValue | None:
+        """The effective value of ``name``, if known."""
+        return self.configs.get(name)
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """Everything check needs about a cluster, frozen at one moment."""
+
+    cluster_id: str | None
+    controller_id: int | None
+    brokers: tuple[Broker, ...]
+    broker_configs: Mapping[int, ConfigMap]
+    """Effective configs per broker id, with their sources."""
+    topics: tuple[Topic, ...]
+    taken_at: str
+    """ISO-8601 UTC time the snapshot was read."""
+    origin: str = "live"
+    """``live``, ``snapshot:FILE`` or ``manifests``."""
+    live: bool = True
+    """False when broker and partition state is unknown (manifests only)."""
+    unreadable: tuple[str, ...] = ()
+    """Things the reader was not allowed or able to read (ACLs), as short descriptions."""
+
+    @property
+    def broker_ids(self) -> frozenset[int]:
+        """Ids of the brokers that are registered (alive)."""
+        return frozenset(b.id for b in self.brokers)
+
+    def broker_config(self, name: str) -> ConfigValue | None:
+        """A broker config as seen on the lowest-id broker (cluster-wide defaults agree)."""
+        for broker_id in sorted(self.broker_configs):
+            value = self.broker_configs[broker_id].get(name)
+            if value is not None:
+                return value
+        return None
+
+
+def _config_to_dict(cfg: ConfigMap) -> dict[str, Any]:
+    return {
+        name: {"value": None if c.sensitive else c.value, "source": c.source.value,
+               **({"sensitive": True} if c.sensitive else {})}
+        for name, c in sorted(cfg.items())
+    }
+
+
+def _config_from_dict(raw: Mapping[str, Any]) -> ConfigMap:
+    return freeze_configs({
+        name: ConfigValue(name=name, value=entry.get("value"),
+                          source=ConfigSource(entry.get("source", "UNKNOWN_CONFIG")),
+                          sensitive=bool(entry.get("sensitive", False)))
+        for name, entry in raw.items()
+    })
+
+
+def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
+    """The ``kaudit.snapshot/v1`` JSON document (sensitive values dropped)."""
+    return {
+        "schema": SNAPSHOT_SCHEMA,
+        "cluster_id": snap.cluster_id,
+        "controller_id": snap.controller_id,
+        "taken_at": snap.taken_at,
+        "live": snap.live,
+        "unreadable": list(snap.unreadable),
+        "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in snap.brokers],
+        "broker_configs": {str(bid): _config_to_dict(cfg)
+                           for bid, cfg in sorted(snap.broker_configs.items())},
+        "topics": [{
+            "name": t.name,
+            "internal": t.internal,
+            "partition_count": t.partition_count,
+            "replication_factor": t.replication_factor,
+            "configs": _config_to_dict(t.configs),
+            "partitions": [{"partition": p.partition, "leader": p.leader,
+                            "replicas": list(p.replicas), "isr": list(p.isr)}
+                           for p in t.partitions],
+        } for t in snap.topics],
+    }
+
+
+def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
+    """Rebuild a snapshot from its JSON document. Raises KeyError/TypeError/ValueError."""
+    if raw.get("schema") != SNAPSHOT_SCHEMA:
+        raise ValueError(f"schema is {raw.get('schema')!r}, expected {SNAPSHOT_SCHEMA!r}")
+    return ClusterSnapshot(
+        cluster_id=raw.get("cluster_id"),
+        controller_id=raw.get("controller_id"),
+        taken_at=raw["taken_at"],
+        origin=origin,
+        live=bool(raw.get("live", True)),
+        unreadable=tuple(raw.get("unreadable", ())),
+        brokers=tuple(Broker(id=int(b["id"]), host=b["host"], port=int(b["port"]),
+                             rack=b.get("rack")) for b in raw["brokers"]),
+        broker_configs=MappingProxyType({int(bid): _config_from_dict(cfg)
+                                         for bid, cfg in raw["broker_configs"].items()}),
+        topics=tuple(Topic(
+            name=t["name"], internal=bool(t["internal"]),
+            partition_count=int(t["partition_count"]),
+            replication_factor=int(t["replication_factor"]),
+            configs=_config_from_dict(t["configs"]),
+            partitions=tuple(PartitionState(partition=int(p["partition"]), leader=p["leader"],
+                                            replicas=tuple(p["replicas"]), isr=tuple(p["isr"]))
+                             for p in t["partitions"]),
+        ) for t in raw["topics"]),
+    )
