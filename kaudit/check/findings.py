@@ -28,7 +28,7 @@ class SubjectKind(StrEnum):
     cluster = "cluster"
     broker = "broker"
     topic = "topic"
-    partition = "partition"
+    partition = "partition"  # type: ignore[assignment]  # shadows str.partition
     client = "client"
 
 
@@ -82,3 +82,40 @@ class Guarantee:
     """The producer config this pair is about; None for the topic alone (acks=all assumed)."""
     reasons: tuple[str, ...] = ()
     """Short clauses explaining the numbers, e.g. 'min.insync.replicas=1'."""
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """What output formats need to know about a rule (SARIF rule descriptors, docs)."""
+
+    id: str
+    name: str
+    severity: Severity
+    """Default severity (a policy may override it)."""
+    summary: str
+    """One line: what the rule checks."""
+    help_markdown: str
+    """The full rule documentation (what, why, example, fix) as Markdown."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Everything one `kaudit check` run found, ready for any output format."""
+
+    findings: tuple[Finding, ...]
+    guarantees: tuple[Guarantee, ...]
+    rules: tuple[RuleInfo, ...]
+    """The rules that were evaluated."""
+    policies: tuple[str, ...]
+    """Names or paths of the policies applied."""
+    origin: str
+    """``live``, ``snapshot:FILE`` or ``manifests``."""
+    cluster_id: str | None = None
+
+    def counts(self) -> dict[str, int]:
+        """Unwaived findings per severity, as the JSON ``summary`` has them."""
+        out = {"errors": 0, "warnings": 0, "infos": 0}
+        for f in self.findings:
+            if f.waived_by is None:
+                out[{"error": "errors", "warning": "warnings", "info": "infos"}[f.severity]] += 1
+        return out
