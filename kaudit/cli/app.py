@@ -7,11 +7,11 @@ import os
 import sys
 from typing import Annotated
 
-import click
 import typer
 
 from kaudit import __version__
 from kaudit.cli import cluster, lab
+from kaudit.cli.clicompat import ClickException
 from kaudit.connect.redact import redact
 from kaudit.errors import ExitCode, KauditError
 
@@ -88,13 +88,13 @@ def main(argv: list[str] | None = None) -> None:
     except KauditError as exc:
         print(error_line(exc), file=sys.stderr)
         code = exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("kaudit: interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED
     except KeyboardInterrupt:
         print("kaudit: interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED
-    except click.ClickException as exc:
+    except ClickException as exc:
         exc.show()
         code = ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code
     except BrokenPipeError:

@@ -158,7 +158,8 @@ def _format(runtime: KafkaRuntime, nodes: list[LabNode], cluster_id: str) -> Non
             node.role,
             "256m",
             Path(node.directory),
-            ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
+            ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c",
+                      str(config)],
         )
         out = open(Path(node.directory) / "format.log", "w")  # noqa: SIM115
         procs.append(
@@ -170,9 +171,12 @@ def _format(runtime: KafkaRuntime, nodes: list[LabNode], cluster_id: str) -> Non
                 out,
             )
         )
+    # Wait for every format to end before judging any: cleanup must not race a writer.
+    codes = []
     for node, proc, out in procs:
-        code = proc.wait(timeout=180)
+        codes.append((node, proc.wait(timeout=180)))
         out.close()
+    for node, code in codes:
         if code != 0:
             tail = _tail(Path(node.directory) / "format.log")
             raise LabError(f"formatting storage for node {node.id} failed (exit {code}): {tail}")
@@ -254,7 +258,13 @@ def create_lab(
         state.nodes.append(
             LabNode(id=node_id, role=role, port=port, directory=str(directory), argv=argv)
         )
-    _format(runtime, state.nodes, cluster_id)
+    try:
+        _format(runtime, state.nodes, cluster_id)
+    except BaseException:
+        # Leave no half-formatted lab behind: the next `lab up` must start clean.
+        for node in state.nodes:
+            shutil.rmtree(node.directory, ignore_errors=True)
+        raise
     state.save()
     return state
 

@@ -1,0 +1,125 @@
+"""The delivery guarantee a topic, or a producer -> topic pair, really has (DESIGN section 1).
+
+For a topic, assuming producers with acks=all:
+
+- ``loss_tolerance`` (broker crashes survived without losing an acknowledged
+  write): min.insync.replicas - 1 with unclean leader election off; 0 with it
+  on (a lagging replica can be elected and the log truncated); 0 with RF=1.
+  When min.insync.replicas > RF no acks=all write is ever acknowledged; the
+  number is then clamped to RF - 1 (there is nothing acknowledged to lose,
+  and no topic survives more crashes than it has extra copies) and the
+  reasons say the topic is never writable with acks=all.
+- ``write_tolerance`` (brokers down while acks=all writes still succeed):
+  RF - min.insync.replicas; 0 means any broker down blocks writes, negative
+  means never writable.
+- ``semantics`` with no producer config given: the best the topic's settings
+  allow. Semantics is about the producer protocol, and failures are counted
+  separately by ``loss_tolerance``, so this is ``exactly-once`` whenever acks=all
+  writes can succeed (idempotent and transactional producers need acks=all),
+  and ``at-least-once`` when min.insync.replicas > RF (only acks=1 producers
+  with retries can write). When loss_tolerance is 0 the reasons add that a
+  single broker failure can still lose acknowledged writes.
+
+For a producer -> topic pair:
+
+- ``loss_tolerance`` is 0 when the producer uses acks=0 or acks=1, else the
+  topic's.
+- ``semantics``: at-most-once with acks=0 or retries=0; exactly-once with an
+  idempotent or transactional producer (end to end only with read_committed
+  consumers and an idempotent or transactional sink); at-least-once otherwise.
+- ``write_tolerance`` is the topic's (it is defined for acks=all writes).
+
+Live ISR state does not change these numbers: they describe what the
+configuration guarantees; live rules (KA2xx) report the current state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kaudit.check.clients import ClientConfig
+from kaudit.check.findings import Guarantee, Semantics
+from kaudit.check.rules.common import Durability, durability
+from kaudit.cluster.model import ClusterSnapshot, Topic
+
+
+def _topic_numbers(d: Durability) -> tuple[int, int, list[str]]:
+    reasons = [f"RF={d.replication_factor}", f"min.insync.replicas={d.min_isr}",
+               f"unclean leader election {'on' if d.unclean else 'off'}"]
+    write_tolerance = d.replication_factor - d.min_isr
+    if d.replication_factor <= 1:
+        loss_tolerance = 0
+        reasons.append("a single copy: any broker loss loses data")
+    elif d.unclean:
+        loss_tolerance = 0
+        reasons.append("an out-of-sync replica may become leader and truncate acked writes")
+    else:
+        loss_tolerance = min(d.min_isr, d.replication_factor) - 1
+        if d.min_isr == 1:
+            reasons.append("the ISR may shrink to the leader alone")
+    if write_tolerance < 0:
+        reasons.append("min.insync.replicas > RF: acks=all writes are never accepted")
+    elif write_tolerance == 0:
+        reasons.append("any broker down blocks acks=all writes")
+    return loss_tolerance, write_tolerance, reasons
+
+
+def topic_guarantee(topic: Topic, snapshot: ClusterSnapshot) -> Guarantee:
+    """What a topic's settings guarantee to acks=all producers (best semantics allowed)."""
+    d = durability(topic, snapshot)
+    loss, write, reasons = _topic_numbers(d)
+    if write < 0:
+        semantics = Semantics.at_least_once
+        reasons.append("at best at-least-once: only acks=1 producers with retries can write")
+    else:
+        semantics = Semantics.exactly_once
+        reasons.append("exactly-once at best, with idempotent or transactional producers and "
+                       "read_committed consumers")
+        if loss == 0:
+            reasons.append("only while no broker fails")
+    return Guarantee(topic=topic.name, semantics=semantics, loss_tolerance=loss,
+                     write_tolerance=write, producer=None, reasons=tuple(reasons))
+
+
+def producer_semantics(producer: ClientConfig) -> tuple[Semantics, list[str]]:
+    """The delivery semantics a producer's settings give, with the reasons."""
+    if producer.acks == "0":
+        return Semantics.at_most_once, ["acks=0: success is reported before the broker has it"]
+    if producer.retries <= 0:
+        return Semantics.at_most_once, [f"retries={producer.retries}: a failed send is dropped"]
+    if producer.transactional_id is not None:
+        state = producer.idempotence
+        if not state.enabled:
+            return Semantics.at_least_once, [state.reason, "transactional.id without idempotence"]
+        return Semantics.exactly_once, ["transactional producer"]
+    state = producer.idempotence
+    if state.enabled and not producer.idempotence_conflicts():
+        return Semantics.exactly_once, [
+            state.reason, "idempotence holds within one producer session; a restart can "
+                          "duplicate (use transactions)"]
+    return Semantics.at_least_once, [state.reason, "acked and retried: duplicates possible"]
+
+
+def pair_guarantee(producer: ClientConfig, topic: Topic, snapshot: ClusterSnapshot,
+                   consumers: Sequence[ClientConfig] = ()) -> Guarantee:
+    """What a producer writing ``topic`` really gets; ``consumers`` read the same topic."""
+    d = durability(topic, snapshot)
+    loss, write, reasons = _topic_numbers(d)
+    semantics, why = producer_semantics(producer)
+    reasons = [f"acks={producer.acks}", *why, *reasons]
+    if producer.acks != "all":
+        loss = 0
+        reasons.append(f"acks={producer.acks}: acknowledged before any follower has the write")
+    elif write < 0:
+        reasons.append("this producer's writes to the topic always fail")
+    if semantics is Semantics.exactly_once:
+        if consumers and all(c.read_committed for c in consumers):
+            reasons.append("consumers read_committed; the sink must be idempotent or "
+                           "transactional for exactly-once end to end")
+        elif consumers:
+            reasons.append("a consumer reads uncommitted records: not exactly-once end to end")
+        else:
+            reasons.append("end to end only with read_committed consumers and an idempotent "
+                           "or transactional sink")
+    return Guarantee(topic=topic.name, semantics=semantics, loss_tolerance=loss,
+                     write_tolerance=write, producer=producer.path, reasons=tuple(reasons))

@@ -1,0 +1,234 @@
+"""KA3xx: broker defaults, cluster-wide settings and Kafka's internal topics.
+
+Broker configs are unknown when checking manifests; these rules then skip.
+Thresholds are the default profile's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kaudit.check.findings import Severity, Subject, SubjectKind
+from kaudit.check.rules.common import (
+    OFFSETS_TOPIC,
+    TRANSACTION_TOPIC,
+    as_bool,
+    as_int,
+    broker_values,
+    durability,
+    provenance,
+)
+from kaudit.check.rules.registry import ClusterContext, Violation, rule
+from kaudit.cluster.model import ClusterSnapshot, Topic
+
+
+def _brokers_known(snapshot: ClusterSnapshot) -> bool:
+    return bool(snapshot.broker_configs)
+
+
+def _topic(snapshot: ClusterSnapshot, name: str) -> Topic | None:
+    return next((t for t in snapshot.topics if t.name == name), None)
+
+
+def _where(subject: Subject) -> str:
+    return "the brokers" if subject.kind is SubjectKind.cluster else f"broker {subject.name}"
+
+
+def _brokers_fail(count: int) -> str:
+    return "its only broker fails" if count <= 1 else f"{count} brokers fail"
+
+
+def _internal_rf(ctx: ClusterContext, config: str, topic_name: str,
+                 what: str) -> Iterator[Violation]:
+    floor = ctx.thresholds.min_replication_factor
+    if _brokers_known(ctx.snapshot):
+        for subject, value in broker_values(ctx.snapshot, config):
+            rf = as_int(value, 0)
+            if rf < floor:
+                yield Violation(subject,
+                                f"{config}={rf} on {_where(subject)} "
+                                f"({provenance(value)}) creates {topic_name} with fewer than "
+                                f"{floor} copies of {what}.",
+                                expected=f">= {floor}", actual=str(rf),
+                                source=value.source.value)
+    topic = _topic(ctx.snapshot, topic_name)
+    if topic is not None and topic.replication_factor < floor:
+        yield Violation(Subject(SubjectKind.topic, topic_name),
+                        f"{topic_name} has replication factor {topic.replication_factor}, so "
+                        f"{what} {'is' if what.endswith('state') else 'are'} lost when "
+                        f"{_brokers_fail(topic.replication_factor)}.",
+                        expected=f">= {floor}", actual=str(topic.replication_factor),
+                        source="replication factor", topic=topic_name)
+
+
+@rule("KA301", "internal.offsets-replication-factor", Severity.error,
+      "Committed consumer offsets are kept with too few replicas.", scope="cluster",
+      what="Checks the broker setting `offsets.topic.replication.factor` and, when it exists, "
+           "the actual replication factor of `__consumer_offsets` against the default "
+           "profile's `min_replication_factor`.",
+      why="When the offsets topic loses its data, consumer groups restart from "
+          "`auto.offset.reset`: they skip records (latest) or reprocess everything (earliest). "
+          "The setting only applies when the topic is first created, so the real topic "
+          "matters more.",
+      example="A cluster started with one broker and `offsets.topic.replication.factor=1`, "
+              "later grown to three.",
+      fix="Reassign `__consumer_offsets` to 3 replicas and set "
+          "`offsets.topic.replication.factor=3` in server.properties.")
+def offsets_replication_factor(ctx: ClusterContext) -> Iterator[Violation]:
+    """offsets.topic.replication.factor and __consumer_offsets RF."""
+    yield from _internal_rf(ctx, "offsets.topic.replication.factor", OFFSETS_TOPIC,
+                            "committed consumer offsets")
+
+
+@rule("KA302", "internal.transaction-log-replication-factor", Severity.error,
+      "Transaction state is kept with too few replicas.", scope="cluster",
+      what="Checks `transaction.state.log.replication.factor` and the actual replication "
+           "factor of `__transaction_state` against the default profile's "
+           "`min_replication_factor`.",
+      why="Transactional producers (exactly-once) depend on the transaction log; losing it "
+          "leaves transactions hanging and can expose or drop records.",
+      example="`transaction.state.log.replication.factor=1` copied from a dev setup.",
+      fix="Set `transaction.state.log.replication.factor=3` before the first transactional "
+          "producer starts, or reassign `__transaction_state` to 3 replicas.")
+def transaction_log_replication_factor(ctx: ClusterContext) -> Iterator[Violation]:
+    """transaction.state.log.replication.factor and __transaction_state RF."""
+    yield from _internal_rf(ctx, "transaction.state.log.replication.factor",
+                            TRANSACTION_TOPIC, "transaction state")
+
+
+@rule("KA303", "internal.transaction-log-min-isr", Severity.error,
+      "The transaction log's min ISR is too low, or higher than its replication factor.",
+      scope="cluster",
+      what="Checks `transaction.state.log.min.isr` (and the min.insync.replicas of an existing "
+           "`__transaction_state`) against the default profile's `min_insync_replicas`, and "
+           "that it is not larger than the transaction log's replication factor.",
+      why="Too low and a committed transaction's state can be lost with one broker; larger "
+          "than the replication factor and no transaction can ever complete.",
+      example="`transaction.state.log.min.isr=1`, or min.isr 2 with replication factor 1.",
+      fix="Set `transaction.state.log.min.isr=2` with `transaction.state.log.replication."
+          "factor=3`.")
+def transaction_log_min_isr(ctx: ClusterContext) -> Iterator[Violation]:
+    """transaction.state.log.min.isr floor and ceiling."""
+    floor = ctx.thresholds.min_insync_replicas
+    if _brokers_known(ctx.snapshot):
+        rf_by_subject = dict(broker_values(ctx.snapshot,
+                                           "transaction.state.log.replication.factor"))
+        for subject, value in broker_values(ctx.snapshot, "transaction.state.log.min.isr"):
+            min_isr = as_int(value, 1)
+            rf_value = rf_by_subject.get(subject)
+            rf = as_int(rf_value, 3) if rf_value is not None else None
+            if rf is not None and min_isr > rf:
+                yield Violation(subject,
+                                f"transaction.state.log.min.isr={min_isr} on {_where(subject)} "
+                                f"is larger than transaction.state.log.replication.factor={rf}, "
+                                "so no transaction can complete.",
+                                expected=f"<= {rf}", actual=str(min_isr),
+                                source=value.source.value)
+            elif min_isr < floor:
+                yield Violation(subject,
+                                f"transaction.state.log.min.isr={min_isr} on {_where(subject)} "
+                                f"({provenance(value)}) lets transaction state be acknowledged "
+                                f"by fewer than {floor} replicas.",
+                                expected=f">= {floor}", actual=str(min_isr),
+                                source=value.source.value)
+    topic = _topic(ctx.snapshot, TRANSACTION_TOPIC)
+    if topic is not None:
+        d = durability(topic, ctx.snapshot)
+        if d.min_isr < floor:
+            yield Violation(Subject(SubjectKind.topic, TRANSACTION_TOPIC),
+                            f"{TRANSACTION_TOPIC} has min.insync.replicas={d.min_isr} "
+                            f"({provenance(d.min_isr_value)}), below {floor}.",
+                            expected=f">= {floor}", actual=str(d.min_isr),
+                            source=d.min_isr_value.source.value, topic=TRANSACTION_TOPIC)
+
+
+@rule("KA304", "broker.default-replication-factor", Severity.warning,
+      "Topics created without an explicit replication factor get too few replicas.",
+      scope="cluster",
+      what="Compares the brokers' `default.replication.factor` with the default profile's "
+           "`min_replication_factor`.",
+      why="Auto-created topics and topics created without `--replication-factor` use it; the "
+          "Kafka default is 1, a single copy.",
+      example="`default.replication.factor` left at Kafka's default 1.",
+      fix="Set `default.replication.factor=3` in server.properties (or as a cluster-wide "
+          "dynamic default).")
+def default_replication_factor(ctx: ClusterContext) -> Iterator[Violation]:
+    """default.replication.factor below the floor."""
+    if not _brokers_known(ctx.snapshot):
+        return
+    floor = ctx.thresholds.min_replication_factor
+    for subject, value in broker_values(ctx.snapshot, "default.replication.factor"):
+        rf = as_int(value, 1)
+        if rf < floor:
+            yield Violation(subject,
+                            f"default.replication.factor={rf} on {_where(subject)} "
+                            f"({provenance(value)}) gives new topics fewer than {floor} "
+                            "replicas unless their creator asks for more.",
+                            expected=f">= {floor}", actual=str(rf), source=value.source.value)
+
+
+@rule("KA305", "broker.default-min-isr", Severity.warning,
+      "Topics that do not set min.insync.replicas inherit too low a value.", scope="cluster",
+      what="Compares the brokers' `min.insync.replicas` with the default profile's "
+           "`min_insync_replicas`.",
+      why="Every topic that does not pin min.insync.replicas inherits it; Kafka's default 1 "
+          "makes acks=all no safer than acks=1 once the ISR shrinks.",
+      example="`min.insync.replicas` left at Kafka's default 1.",
+      fix="Set `min.insync.replicas=2` on the brokers, and pin it on durable topics too.")
+def default_min_isr(ctx: ClusterContext) -> Iterator[Violation]:
+    """Broker min.insync.replicas below the floor."""
+    if not _brokers_known(ctx.snapshot):
+        return
+    floor = ctx.thresholds.min_insync_replicas
+    for subject, value in broker_values(ctx.snapshot, "min.insync.replicas"):
+        min_isr = as_int(value, 1)
+        if min_isr < floor:
+            yield Violation(subject,
+                            f"min.insync.replicas={min_isr} on {_where(subject)} "
+                            f"({provenance(value)}) is inherited by every topic that does not "
+                            "set its own.",
+                            expected=f">= {floor}", actual=str(min_isr), source=value.source.value)
+
+
+@rule("KA306", "broker.auto-create-topics", Severity.warning,
+      "Brokers create topics on first use, with default settings.", scope="cluster",
+      what="Reports `auto.create.topics.enable=true` when the default profile does not allow "
+           "it (`allow_auto_create_topics`).",
+      why="A typo in a producer's topic name creates a new topic with broker defaults (often "
+          "RF=1, min.insync.replicas=1) and the data goes there instead of failing loudly.",
+      example="`auto.create.topics.enable` left at Kafka's default true.",
+      fix="Set `auto.create.topics.enable=false` and create topics explicitly (with kaudit "
+          "checking the manifests).")
+def auto_create_topics(ctx: ClusterContext) -> Iterator[Violation]:
+    """auto.create.topics.enable=true where not allowed."""
+    if not _brokers_known(ctx.snapshot) or ctx.thresholds.allow_auto_create_topics:
+        return
+    for subject, value in broker_values(ctx.snapshot, "auto.create.topics.enable"):
+        if as_bool(value):
+            yield Violation(subject,
+                            f"auto.create.topics.enable=true on {_where(subject)} "
+                            f"({provenance(value)}) lets a mistyped topic name create a topic "
+                            "with default settings.",
+                            expected="false", actual="true", source=value.source.value)
+
+
+@rule("KA307", "broker.unclean-leader-election", Severity.error,
+      "Unclean leader election is on for the brokers (every topic that does not override it).",
+      scope="cluster",
+      what="Reports broker-level `unclean.leader.election.enable=true` when the default "
+           "profile does not allow it.",
+      why="Every topic without its own setting inherits it: an out-of-sync replica may become "
+          "leader and acknowledged messages vanish.",
+      example="`unclean.leader.election.enable=true` in server.properties.",
+      fix="Set `unclean.leader.election.enable=false` on the brokers (the Kafka default).")
+def broker_unclean_leader_election(ctx: ClusterContext) -> Iterator[Violation]:
+    """Broker unclean.leader.election.enable=true."""
+    if not _brokers_known(ctx.snapshot) or ctx.thresholds.allow_unclean_leader_election:
+        return
+    for subject, value in broker_values(ctx.snapshot, "unclean.leader.election.enable"):
+        if as_bool(value):
+            yield Violation(subject,
+                            f"unclean.leader.election.enable=true on {_where(subject)} "
+                            f"({provenance(value)}) lets every topic that does not override it "
+                            "lose acknowledged messages on leader failover.",
+                            expected="false", actual="true", source=value.source.value)

@@ -1,0 +1,138 @@
+"""Effective values and wording shared by the rules and the guarantee calculator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kaudit.check.findings import Subject, SubjectKind
+from kaudit.cluster.model import ClusterSnapshot, ConfigSource, ConfigValue, PartitionState, Topic
+
+# Kafka's own defaults when neither the topic nor any broker reports a value
+# (manifests checked without a cluster).
+KAFKA_DEFAULTS = {
+    "min.insync.replicas": "1",
+    "unclean.leader.election.enable": "false",
+    "default.replication.factor": "1",
+    "auto.create.topics.enable": "true",
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+}
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_TOPIC = "__transaction_state"
+
+_PROVENANCE = {
+    ConfigSource.DYNAMIC_TOPIC_CONFIG: "set on the topic",
+    ConfigSource.MANIFEST: "declared in the manifest",
+    ConfigSource.DYNAMIC_BROKER_CONFIG: "inherited from a per-broker dynamic config",
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG: "inherited from the cluster-wide dynamic default",
+    ConfigSource.STATIC_BROKER_CONFIG: "inherited from the brokers' server.properties",
+    ConfigSource.DEFAULT_CONFIG: "inherited from Kafka's built-in default",
+    ConfigSource.UNKNOWN_CONFIG: "of unknown origin",
+    ConfigSource.CLIENT_CONFIG: "set in the client config",
+    ConfigSource.CLIENT_DEFAULT: "the client library's default",
+}
+
+
+def provenance(value: ConfigValue) -> str:
+    """Where a value came from, in words: 'set on the topic', 'inherited from ...'."""
+    return _PROVENANCE.get(value.source, "of unknown origin")
+
+
+def is_internal(topic: Topic) -> bool:
+    """Kafka's own topics (``__consumer_offsets``, ``__transaction_state``...)."""
+    return topic.internal or topic.name.startswith("__")
+
+
+def topic_value(topic: Topic, snapshot: ClusterSnapshot, name: str) -> ConfigValue:
+    """The effective value of a topic config: the topic's, else the broker's, else Kafka's."""
+    own = topic.config(name)
+    if own is not None and own.value is not None:
+        return own
+    return broker_value(snapshot, name)
+
+
+def broker_value(snapshot: ClusterSnapshot, name: str) -> ConfigValue:
+    """A broker config as the brokers report it, else Kafka's default."""
+    found = snapshot.broker_config(name)
+    if found is not None and found.value is not None:
+        return found
+    return ConfigValue(name=name, value=KAFKA_DEFAULTS.get(name),
+                       source=ConfigSource.DEFAULT_CONFIG)
+
+
+def as_int(value: ConfigValue, fallback: int) -> int:
+    """An integer config value; ``fallback`` when missing or unreadable."""
+    try:
+        return int(str(value.value).strip())
+    except ValueError:
+        return fallback
+
+
+def as_bool(value: ConfigValue) -> bool:
+    """A boolean config value (Kafka writes ``true``/``false``)."""
+    return str(value.value).strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class Durability:
+    """The durability settings of one topic, with where each came from."""
+
+    replication_factor: int
+    min_isr: int
+    min_isr_value: ConfigValue
+    unclean: bool
+    unclean_value: ConfigValue
+
+    @property
+    def write_tolerance(self) -> int:
+        """Broker losses acks=all writes survive: RF - min.insync.replicas."""
+        return self.replication_factor - self.min_isr
+
+
+def durability(topic: Topic, snapshot: ClusterSnapshot) -> Durability:
+    """Read a topic's effective RF, min.insync.replicas and unclean election setting."""
+    min_isr_value = topic_value(topic, snapshot, "min.insync.replicas")
+    unclean_value = topic_value(topic, snapshot, "unclean.leader.election.enable")
+    return Durability(
+        replication_factor=topic.replication_factor,
+        min_isr=max(1, as_int(min_isr_value, 1)),
+        min_isr_value=min_isr_value,
+        unclean=as_bool(unclean_value),
+        unclean_value=unclean_value,
+    )
+
+
+def topic_subject(topic: Topic) -> Subject:
+    """The subject of a finding about a whole topic."""
+    return Subject(SubjectKind.topic, topic.name)
+
+
+def partition_subject(topic: Topic, partition: PartitionState) -> Subject:
+    """The subject of a finding about one partition: ``orders-3``."""
+    return Subject(SubjectKind.partition, f"{topic.name}-{partition.partition}")
+
+
+def broker_values(snapshot: ClusterSnapshot, name: str) -> list[tuple[Subject, ConfigValue]]:
+    """A broker config per subject: the cluster when all brokers agree, else each broker.
+
+    Falls back to Kafka's default (one cluster subject) when no broker reports it.
+    """
+    seen: dict[int, ConfigValue] = {}
+    for broker_id, configs in sorted(snapshot.broker_configs.items()):
+        value = configs.get(name)
+        if value is not None and value.value is not None:
+            seen[broker_id] = value
+    cluster = Subject(SubjectKind.cluster, snapshot.cluster_id or "cluster")
+    if not seen:
+        return [(cluster, broker_value(snapshot, name))]
+    distinct = {(v.value, v.source) for v in seen.values()}
+    if len(distinct) == 1 and len(seen) == len(snapshot.broker_configs):
+        return [(cluster, next(iter(seen.values())))]
+    return [(Subject(SubjectKind.broker, str(bid)), v) for bid, v in seen.items()]
+
+
+def show(value: ConfigValue) -> str:
+    """``name=value``."""
+    return f"{value.name}={value.value}"

@@ -1,0 +1,207 @@
+"""The one registry of check rules, and the decorators rules register with.
+
+A rule is a pure function over the models. What it looks at decides its
+*scope*, and so its signature:
+
+- ``topic``: ``(topic, TopicContext) -> violations``, once per audited topic;
+- ``cluster``: ``(ClusterContext) -> violations``, once per run;
+- ``client``: ``(ClientConfig, ClientContext) -> violations``, once per client file;
+- ``pair``: ``(ClientConfig, Topic, TopicContext) -> violations``, per producer x topic;
+- ``policy``: ``(PolicyContext) -> violations``, about the policies themselves.
+
+Rules return :class:`Violation` records; the engine turns them into
+:class:`~kaudit.check.findings.Finding` with the rule's id, name and
+(possibly overridden) severity, and applies waivers.
+
+Rule ids are stable: KA0xx policy and access, KA1xx topic durability,
+KA2xx live partition state, KA3xx brokers, cluster and internal topics,
+KA4xx clients and producer x topic pairs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from kaudit.check.findings import RuleInfo, Severity, Subject
+from kaudit.cluster.model import ClusterSnapshot, Topic
+
+if TYPE_CHECKING:
+    from kaudit.check.clients import ClientConfig
+    from kaudit.policy.model import PolicySet, Profile, Thresholds
+
+Scope = Literal["topic", "cluster", "client", "pair", "policy"]
+
+_ID = re.compile(r"^KA\d{3}$")
+_NAME = re.compile(r"^[a-z]+(\.[a-z0-9]+(-[a-z0-9]+)*)+$")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """What a rule found about one subject, before severity and waivers are applied."""
+
+    subject: Subject
+    message: str
+    """One sentence in an operator's words."""
+    expected: str | None = None
+    actual: str | None = None
+    source: str | None = None
+    """A ConfigSource name or ``file:line``."""
+    topic: str | None = None
+    """The topic this is about, so topic waivers cover partition and producer findings."""
+
+
+@dataclass(frozen=True)
+class TopicContext:
+    """What a topic rule may look at besides the topic."""
+
+    snapshot: ClusterSnapshot
+    profile: Profile
+
+    @property
+    def thresholds(self) -> Thresholds:
+        """The thresholds of the topic's profile."""
+        return self.profile.thresholds
+
+
+@dataclass(frozen=True)
+class ClusterContext:
+    """What a cluster rule may look at."""
+
+    snapshot: ClusterSnapshot
+    profile: Profile
+    """The default profile (thresholds for broker defaults and internal topics)."""
+
+    @property
+    def thresholds(self) -> Thresholds:
+        """The default profile's thresholds."""
+        return self.profile.thresholds
+
+
+@dataclass(frozen=True)
+class ClientContext:
+    """What a client rule may look at: the demands of the profiles of its topics."""
+
+    thresholds: Thresholds
+    """The strictest client demands across the client's topics' profiles."""
+    profiles: tuple[str, ...]
+    """Names of those profiles, for messages."""
+    topics: tuple[str, ...]
+    """The topics the client writes or reads (may be empty without a snapshot match)."""
+
+    @property
+    def profile_label(self) -> str:
+        """'durable' or 'durable, exactly-once'."""
+        return ", ".join(self.profiles) or "default"
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    """What a policy rule may look at."""
+
+    policies: PolicySet
+    today: date
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    """A rule's documentation in the fixed template."""
+
+    what: str
+    """What the rule checks."""
+    why: str
+    """Why it matters: what goes wrong otherwise."""
+    example: str
+    """A configuration that triggers it."""
+    fix: str
+    """What to do instead."""
+
+    def markdown(self, rule_id: str, name: str, summary: str, severity: Severity) -> str:
+        """The rule reference page in Markdown."""
+        return (f"## {rule_id} `{name}`\n\n{summary}\n\nDefault severity: **{severity}**\n\n"
+                f"### What it does\n\n{self.what}\n\n### Why it matters\n\n{self.why}\n\n"
+                f"### Example\n\n{self.example}\n\n### Fix\n\n{self.fix}\n")
+
+
+TopicCheck = Callable[[Topic, TopicContext], Iterable[Violation]]
+ClusterCheck = Callable[[ClusterContext], Iterable[Violation]]
+ClientCheck = Callable[["ClientConfig", ClientContext], Iterable[Violation]]
+PairCheck = Callable[["ClientConfig", Topic, TopicContext], Iterable[Violation]]
+PolicyCheck = Callable[[PolicyContext], Iterable[Violation]]
+AnyCheck = TopicCheck | ClusterCheck | ClientCheck | PairCheck | PolicyCheck
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered rule: identity, documentation, and the check function."""
+
+    id: str
+    name: str
+    severity: Severity
+    summary: str
+    doc: RuleDoc
+    scope: Scope
+    check: AnyCheck
+    role: Literal["producer", "consumer", "any"] = "any"
+    """For client and pair rules: which client files the rule reads."""
+
+    def info(self) -> RuleInfo:
+        """The record output formats need (SARIF descriptors, rule reference)."""
+        return RuleInfo(id=self.id, name=self.name, severity=self.severity, summary=self.summary,
+                        help_markdown=self.doc.markdown(self.id, self.name, self.summary,
+                                                        self.severity))
+
+
+_RULES: dict[str, Rule] = {}
+_BY_NAME: dict[str, str] = {}
+
+F = TypeVar("F", bound=Callable[..., Iterable[Violation]])
+
+
+def rule(rule_id: str, name: str, severity: Severity, summary: str, *, scope: Scope,
+         what: str, why: str, example: str, fix: str,
+         role: Literal["producer", "consumer", "any"] = "any") -> Callable[[F], F]:
+    """Register the decorated function as a rule. Ids and names must be unique."""
+    if not _ID.match(rule_id):
+        raise ValueError(f"rule id {rule_id!r} is not KAnnn")
+    if not _NAME.match(name):
+        raise ValueError(f"rule name {name!r} is not dotted lower-case words")
+
+    def register(func: F) -> F:
+        if rule_id in _RULES or name in _BY_NAME:
+            raise ValueError(f"rule {rule_id} / {name} registered twice")
+        _RULES[rule_id] = Rule(id=rule_id, name=name, severity=severity, summary=summary,
+                               doc=RuleDoc(what=what, why=why, example=example, fix=fix),
+                               scope=scope, check=func, role=role)
+        _BY_NAME[name] = rule_id
+        return func
+
+    return register
+
+
+def all_rules() -> tuple[Rule, ...]:
+    """Every registered rule, by id."""
+    _load_rule_modules()
+    return tuple(_RULES[k] for k in sorted(_RULES))
+
+
+def get_rule(id_or_name: str) -> Rule | None:
+    """The rule with this id (``KA101``) or name (``topic.replication-factor-floor``)."""
+    _load_rule_modules()
+    key = id_or_name.strip()
+    found = _RULES.get(key.upper()) or _RULES.get(_BY_NAME.get(key, ""))
+    return found
+
+
+def rule_names() -> Mapping[str, str]:
+    """Every rule id and name, mapped to the id (for lookups and did-you-mean)."""
+    _load_rule_modules()
+    return {**{k: k for k in _RULES}, **_BY_NAME}
+
+
+def _load_rule_modules() -> None:
+    # Importing the package imports every rule module, which registers them.
+    import kaudit.check.rules  # noqa: F401

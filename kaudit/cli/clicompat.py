@@ -1,0 +1,17 @@
+"""Click classes as typer ships them.
+
+Recent typer releases vendor click as ``typer._click``; older ones depend on
+the ``click`` package. Import the classes from here so both work.
+"""
+
+from __future__ import annotations
+
+from typer.core import TyperGroup as Group
+from typer.core import TyperOption as Option
+
+try:
+    from typer._click import ClickException, Command
+except ImportError:  # typer that depends on the click package
+    from click import ClickException, Command  # type: ignore[assignment]
+
+__all__ = ["ClickException", "Command", "Group", "Option"]

@@ -1,0 +1,211 @@
+"""The lab is a real Kafka cluster: it replicates, loses brokers and recovers like one."""
+
+from __future__ import annotations
+
+import functools
+import json
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import Lab, run_kaudit
+
+pytestmark = pytest.mark.kafka
+
+
+@functools.cache
+def _admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def admin(lab: Lab) -> Any:
+    """One long-lived admin client per lab (a dropped client cancels its futures)."""
+    return _admin(lab.bootstrap)
+
+
+def create_topic(lab: Lab, partitions: int = 3, rf: int = 3, **config: str) -> str:
+    from confluent_kafka.cimpl import NewTopic
+
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    fut = admin(lab).create_topics([NewTopic(name, partitions, rf, config=config)])[name]
+    fut.result(timeout=30)
+    wait_until(lambda: all(p.leader >= 0 for p in partitions_of(lab, name)), 30, "leaders")
+    return name
+
+
+def partitions_of(lab: Lab, topic: str) -> list[Any]:
+    md = admin(lab).list_topics(topic=topic, timeout=10).topics[topic]
+    return [md.partitions[p] for p in sorted(md.partitions)]
+
+
+def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def produce(lab: Lab, topic: str, count: int, **conf: Any) -> tuple[int, list[str]]:
+    """Produce ``count`` messages; return (acked, error names)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "acks": "all",
+                         "message.timeout.ms": 15000, **conf})
+    acked, errors = [0], []
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is None:
+            acked[0] += 1
+        else:
+            errors.append(err.name())
+
+    for i in range(count):
+        producer.produce(topic, value=str(i).encode(), on_delivery=on_delivery)
+        producer.poll(0)
+    producer.flush(30)
+    return acked[0], errors
+
+
+@pytest.fixture()
+def restore_brokers(lab: Lab) -> Iterator[None]:
+    """Whatever a test kills, every broker is running again afterwards."""
+    yield
+    for broker in lab.status()["brokers"]:  # type: ignore[union-attr]
+        if broker["state"] != "running":
+            assert lab.kaudit("start", str(broker["id"])).code == 0
+    wait_until(lambda: len(admin(lab).describe_cluster().result(10).nodes) == 3, 60,
+               "all brokers registered")
+
+
+def test_status_reports_three_live_brokers_and_a_controller(lab: Lab) -> None:
+    doc = lab.status()
+    assert doc["bootstrap"] == lab.bootstrap
+    brokers = doc["brokers"]
+    assert [b["id"] for b in brokers] == [1, 2, 3]  # type: ignore[union-attr,index]
+    assert all(b["alive"] for b in brokers)  # type: ignore[union-attr,index]
+    assert [c["alive"] for c in doc["controllers"]] == [True]  # type: ignore[union-attr,index]
+    env = lab.kaudit("env")
+    assert env.stdout.strip() == f"export KAUDIT_BOOTSTRAP_SERVERS={lab.bootstrap}"
+
+
+def test_cluster_command_describes_the_lab(lab: Lab) -> None:
+    result = run_kaudit("cluster", "-b", lab.bootstrap, "--format", "json")
+    assert result.code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "kaudit.cluster/v1"
+    assert [b["id"] for b in doc["brokers"]] == [1, 2, 3]
+    assert doc["controller_id"] in (1, 2, 3)
+    assert doc["cluster_id"]
+    table = run_kaudit("cluster", "--format", "table",
+                       env={"KAUDIT_BOOTSTRAP_SERVERS": lab.bootstrap})
+    assert table.code == 0 and "cluster id" in table.stdout and "127.0.0.1" in table.stdout
+
+
+def test_thousand_messages_with_acks_all_all_come_back(lab: Lab) -> None:
+    from confluent_kafka import Consumer
+
+    topic = create_topic(lab, partitions=3, rf=3)
+    assert [len(p.replicas) for p in partitions_of(lab, topic)] == [3, 3, 3]
+    acked, errors = produce(lab, topic, 1000)
+    assert (acked, errors) == (1000, [])
+    consumer = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": topic,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    seen: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(seen) < 1000 and time.monotonic() < deadline:
+        msg = consumer.poll(1.0)
+        if msg is not None and msg.error() is None:
+            seen.add(int(msg.value()))
+    consumer.close()
+    assert seen == set(range(1000))
+
+
+def test_killed_broker_leaves_isr_writes_continue_and_it_rejoins(
+        lab: Lab, restore_brokers: None) -> None:
+    topic = create_topic(lab, partitions=3, rf=3, **{"min.insync.replicas": "2"})
+    assert lab.kaudit("kill", "2").code == 0
+    assert [b["alive"] for b in lab.status()["brokers"]] == [True, False, True]  # type: ignore
+    wait_until(lambda: all(2 not in p.isrs for p in partitions_of(lab, topic)), 60,
+               "broker 2 to leave the ISR")
+    assert produce(lab, topic, 200) == (200, [])
+    started = lab.kaudit("start", "2")
+    assert started.code == 0 and "restarted" in started.stderr
+    wait_until(lambda: all(2 in p.isrs for p in partitions_of(lab, topic)), 90,
+               "broker 2 to rejoin the ISR")
+
+
+def test_two_brokers_down_blocks_acks_all_with_not_enough_replicas(
+        lab: Lab, restore_brokers: None) -> None:
+    topic = create_topic(lab, partitions=1, rf=3, **{"min.insync.replicas": "2"})
+    leader = partitions_of(lab, topic)[0].leader
+    others = [b for b in (1, 2, 3) if b != leader]
+    assert lab.kaudit("kill", str(others[0]), "--signal", "TERM").code == 0
+    assert lab.kaudit("kill", str(others[1])).code == 0
+    wait_until(lambda: len(partitions_of(lab, topic)[0].isrs) == 1, 60, "ISR of one")
+    # retries=0 so the broker's refusal is reported instead of retried until timeout.
+    acked, errors = produce(lab, topic, 20, retries=0, **{"enable.idempotence": False})
+    assert acked == 0
+    assert set(errors) == {"NOT_ENOUGH_REPLICAS"}
+
+
+def test_paused_broker_is_reported_and_resumed(lab: Lab, restore_brokers: None) -> None:
+    assert lab.kaudit("kill", "3", "--signal", "STOP").code == 0
+    broker3 = lab.status()["brokers"][2]  # type: ignore[index]
+    assert (broker3["state"], broker3["alive"]) == ("paused", False)
+    resumed = lab.kaudit("start", "3")
+    assert resumed.code == 0 and "resumed" in resumed.stderr
+    assert lab.status()["brokers"][2]["state"] == "running"  # type: ignore[index]
+
+
+def test_up_on_a_running_lab_is_refused(lab: Lab) -> None:
+    again = lab.kaudit("up")
+    assert again.code == 2
+    assert "already running" in again.stderr and lab.bootstrap in again.stderr
+
+
+def test_unknown_node_and_double_kill(lab: Lab) -> None:
+    assert lab.kaudit("kill", "42").code == 2
+
+
+def test_second_lab_side_by_side_and_broker_that_dies_on_start(lab: Lab) -> None:
+    import socket
+
+    with tempfile.TemporaryDirectory(prefix="kaudit-lab2-") as other:
+        bad_value = run_kaudit("lab", "up", "--brokers", "1", "--state-dir", other,
+                               "--broker-config", "num.network.threads=not-a-number")
+        assert bad_value.code == 3
+        assert "num.network.threads" in bad_value.stderr
+        run_kaudit("lab", "down", "--purge", "--state-dir", other)
+        # A listener port someone else holds: storage formats, the broker dies binding it.
+        with socket.socket() as squatter:
+            squatter.bind(("127.0.0.1", 0))
+            squatter.listen(1)
+            port = squatter.getsockname()[1]
+            dies = run_kaudit("lab", "up", "--brokers", "1", "--state-dir", other,
+                              "--broker-config", f"listeners=PLAINTEXT://127.0.0.1:{port}")
+        assert dies.code == 3
+        assert "broker 1 exited during start" in dies.stderr
+        assert "Traceback" not in dies.stderr
+        errors = [ln for ln in dies.stderr.splitlines() if ln.startswith("kaudit: error:")]
+        assert len(errors) == 1 and "Address already in use" in errors[0]
+        run_kaudit("lab", "down", "--purge", "--state-dir", other)
+        single = run_kaudit("lab", "up", "--brokers", "1", "--state-dir", other)
+        try:
+            assert single.code == 0, single.stderr
+            assert single.stdout.strip() != lab.bootstrap
+            info = run_kaudit("cluster", "-b", single.stdout.strip(), "-f", "json")
+            assert [b["id"] for b in json.loads(info.stdout)["brokers"]] == [1]
+        finally:
+            down = run_kaudit("lab", "down", "--purge", "--state-dir", other)
+        assert down.code == 0
+    # the first lab is untouched
+    assert all(b["alive"] for b in lab.status()["brokers"])  # type: ignore[union-attr,index]

@@ -1,0 +1,174 @@
+"""Build models from the small YAML fragments of tests/rules/*.yaml and run them.
+
+A case file is ``{rule: KA101, pass: [case...], fail: [case...]}``; a case
+holds a snapshot fragment plus optional policy and client configs:
+
+- ``brokers``: a count (ids 1..n, no racks; default 3) or ``[{id, rack}]``
+- ``broker_configs``: ``{name: value | {value, source}}`` on every broker
+  (source STATIC_BROKER_CONFIG unless given); ``per_broker: {id: {...}}``
+- ``live`` (default true), ``unreadable`` (list), ``cluster_id``
+- ``topics``: ``[{name, internal, replication_factor, partitions, configs}]``;
+  ``partitions`` is a count (healthy, replicas on the first RF brokers) or
+  ``[{leader, replicas, isr}]``; configs are ``{name: value | {value, source}}``
+  with source DYNAMIC_TOPIC_CONFIG unless given
+- ``policy``: a built-in name, an inline policy mapping, or a list of them
+- ``files``: ``{relative name: text}`` written next to the policy
+- ``producer`` / ``consumer``: ``{key: value}`` (or a list of them) written as
+  ``producer.properties`` (``producer-2.properties``...), one key per line
+- ``today``: the date waivers are judged on (default 2026-06-01)
+- ``expect`` (fail cases): the findings of the rule, in result order, each a
+  partial ``{subject: "kind name", severity, expected, actual, source,
+  message (substring), waived (bool)}``
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from kaudit.check.clients import ClientConfig, load_client_config
+from kaudit.check.engine import evaluate
+from kaudit.check.findings import CheckResult, Finding
+from kaudit.cluster.model import (
+    Broker,
+    ClusterSnapshot,
+    ConfigSource,
+    ConfigValue,
+    PartitionState,
+    Topic,
+    freeze_configs,
+)
+from kaudit.policy.loader import load_policies
+
+CASES_DIR = Path(__file__).resolve().parents[2] / "rules"
+DEFAULT_TODAY = date(2026, 6, 1)
+
+
+def _configs(raw: dict[str, Any] | None, default_source: ConfigSource) -> Any:
+    out: dict[str, ConfigValue] = {}
+    for name, spec in (raw or {}).items():
+        if isinstance(spec, dict):
+            value, source = spec.get("value"), ConfigSource(spec.get("source", default_source))
+        else:
+            value, source = spec, default_source
+        text = None if value is None else (str(value).lower() if isinstance(value, bool)
+                                           else str(value))
+        out[name] = ConfigValue(name=name, value=text, source=source)
+    return freeze_configs(out)
+
+
+def build_snapshot(case: dict[str, Any]) -> ClusterSnapshot:
+    """The ClusterSnapshot a case describes."""
+    raw_brokers = case.get("brokers", 3)
+    if isinstance(raw_brokers, int):
+        brokers = tuple(Broker(id=i, host="localhost", port=9091 + i)
+                        for i in range(1, raw_brokers + 1))
+    else:
+        brokers = tuple(Broker(id=int(b["id"]), host="localhost", port=9092 + int(b["id"]),
+                               rack=b.get("rack")) for b in raw_brokers)
+    live = bool(case.get("live", True))
+    shared = case.get("broker_configs")
+    per_broker = case.get("per_broker", {})
+    broker_configs = {}
+    if shared is not None or per_broker:
+        for b in brokers:
+            merged = dict(shared or {})
+            merged.update(per_broker.get(b.id, {}))
+            broker_configs[b.id] = _configs(merged, ConfigSource.STATIC_BROKER_CONFIG)
+    ids = [b.id for b in brokers]
+    topics = []
+    for t in case.get("topics", []):
+        parts_spec = t.get("partitions", 1)
+        if isinstance(parts_spec, int):
+            rf = int(t.get("replication_factor", 3))
+            replicas = tuple(ids[:rf]) if len(ids) >= rf else tuple(range(1, rf + 1))
+            partitions = tuple(PartitionState(partition=i, leader=replicas[0],
+                                              replicas=replicas, isr=replicas)
+                               for i in range(parts_spec)) if live else ()
+            count = parts_spec
+        else:
+            partitions = tuple(PartitionState(partition=i, leader=p.get("leader"),
+                                              replicas=tuple(p["replicas"]),
+                                              isr=tuple(p.get("isr", p["replicas"])))
+                               for i, p in enumerate(parts_spec))
+            count = len(partitions)
+            rf = int(t.get("replication_factor", max(len(p.replicas) for p in partitions)))
+        topics.append(Topic(name=t["name"], internal=bool(t.get("internal", False)),
+                            partition_count=count, replication_factor=rf,
+                            configs=_configs(t.get("configs"), ConfigSource.DYNAMIC_TOPIC_CONFIG),
+                            partitions=partitions))
+    return ClusterSnapshot(cluster_id=case.get("cluster_id", "test-cluster"), controller_id=1,
+                           brokers=brokers, broker_configs=MappingProxyType(broker_configs),
+                           topics=tuple(topics), taken_at="2026-06-01T00:00:00Z",
+                           origin="live" if live else "manifests", live=live,
+                           unreadable=tuple(case.get("unreadable", ())))
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _write_clients(case: dict[str, Any], role: str, tmp: Path) -> list[ClientConfig]:
+    out = []
+    for i, entries in enumerate(_as_list(case.get(role)), start=1):
+        name = f"{role}.properties" if i == 1 else f"{role}-{i}.properties"
+        lines = [f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                 for k, v in entries.items()]
+        (tmp / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        out.append(load_client_config(tmp / name, role))  # type: ignore[arg-type]
+    return out
+
+
+def run_case(case: dict[str, Any], tmp: Path) -> CheckResult:
+    """Evaluate one case in directory ``tmp`` (files are written there)."""
+    for name, text in (case.get("files") or {}).items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_text(text, encoding="utf-8")
+    refs = []
+    for i, policy in enumerate(_as_list(case.get("policy", "durable"))):
+        if isinstance(policy, str):
+            refs.append(policy)
+        else:
+            file = tmp / f"policy-{i}.yaml"
+            file.write_text(yaml.safe_dump(policy, sort_keys=False), encoding="utf-8")
+            refs.append(str(file))
+    today = case.get("today", DEFAULT_TODAY)
+    return evaluate(build_snapshot(case), load_policies(refs),
+                    producer_configs=_write_clients(case, "producer", tmp),
+                    consumer_configs=_write_clients(case, "consumer", tmp),
+                    today=today if isinstance(today, date) else date.fromisoformat(today))
+
+
+def finding_view(f: Finding, tmp: Path) -> dict[str, Any]:
+    """A finding as a comparable dict, with the temporary directory stripped from paths."""
+    def clean(text: str | None) -> str | None:
+        return None if text is None else text.replace(f"{tmp}/", "")
+
+    return {"subject": f"{f.subject.kind} {clean(f.subject.name)}", "severity": str(f.severity),
+            "expected": f.expected, "actual": f.actual, "source": clean(f.source),
+            "message": clean(f.message), "waived": f.waived_by is not None}
+
+
+def mismatches(expect: dict[str, Any], view: dict[str, Any]) -> list[str]:
+    """The fields where a finding differs from its expectation."""
+    out = []
+    for key, want in expect.items():
+        got = view[key]
+        if key == "message":
+            if str(want) not in str(got):
+                out.append(f"message {got!r} lacks {want!r}")
+        elif (str(want) if not isinstance(want, bool) else want) != got:
+            out.append(f"{key}: expected {want!r}, got {got!r}")
+    return out
+
+
+def load_case_files() -> dict[str, dict[str, Any]]:
+    """Every case file by rule id (file stem)."""
+    return {p.stem: yaml.safe_load(p.read_text(encoding="utf-8"))
+            for p in sorted(CASES_DIR.glob("*.yaml"))}

@@ -1,0 +1,42 @@
+"""Golden files: every check format rendered from the one shared result, compared exactly.
+
+After an intended output change, regenerate and review the diff:
+
+    KAUDIT_UPDATE_GOLDEN=1 pytest tests/unit/report/test_check_golden.py
+    git diff tests/golden/check/
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kaudit.check.findings import CheckResult
+from kaudit.report.check import CheckFormat, render_check
+from tests.unit.report.check_sample import TOOL_VERSION
+
+GOLDEN_DIR = Path(__file__).resolve().parents[2] / "golden" / "check"
+GOLDEN_FILES = {
+    CheckFormat.table: "result.table.txt",
+    CheckFormat.json: "result.json",
+    CheckFormat.junit: "result.junit.xml",
+    CheckFormat.sarif: "result.sarif.json",
+    CheckFormat.github: "result.github.txt",
+}
+UPDATE = os.environ.get("KAUDIT_UPDATE_GOLDEN") == "1"
+
+
+def test_every_format_has_a_golden_file() -> None:
+    assert set(GOLDEN_FILES) == set(CheckFormat)
+
+
+@pytest.mark.parametrize("fmt", list(CheckFormat), ids=str)
+def test_golden(sample: CheckResult, fmt: CheckFormat) -> None:
+    rendered = render_check(sample, fmt, tool_version=TOOL_VERSION, color=False)
+    golden = GOLDEN_DIR / GOLDEN_FILES[fmt]
+    if UPDATE:
+        golden.write_bytes(rendered.encode("utf-8"))  # bytes: no newline translation
+    assert golden.exists(), f"{golden} missing: run with KAUDIT_UPDATE_GOLDEN=1"
+    assert rendered == golden.read_bytes().decode("utf-8")

@@ -1,0 +1,130 @@
+"""The CLI as a user meets it: help, version, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import typer
+
+from kaudit import __version__
+from kaudit.cli.app import app
+from kaudit.cli.clicompat import Command, Group, Option
+from tests.conftest import run_kaudit
+
+
+def all_commands() -> list[tuple[str, Command]]:
+    """Every command and subcommand with its full name."""
+    root = typer.main.get_command(app)
+    found: list[tuple[str, Command]] = []
+
+    def walk(prefix: str, cmd: Command) -> None:
+        found.append((prefix, cmd))
+        if isinstance(cmd, Group):
+            for name, sub in cmd.commands.items():
+                walk(f"{prefix} {name}", sub)
+
+    walk("kaudit", root)
+    return found
+
+
+@pytest.mark.parametrize("name,cmd", all_commands(), ids=lambda v: str(v).replace(" ", "-"))
+def test_every_command_and_option_has_help(name: str, cmd: Command) -> None:
+    assert cmd.help, f"{name} has no help text"
+    for param in cmd.params:
+        if isinstance(param, Option) and not param.hidden:
+            assert param.help, f"{name} {param.opts[0]} has no help text"
+
+
+def test_version() -> None:
+    result = run_kaudit("--version")
+    assert (result.code, result.stdout.strip()) == (0, f"kaudit {__version__}")
+
+
+def test_help_does_not_import_heavy_modules() -> None:
+    code = ("import sys; from kaudit.cli.app import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('pyspark', 'confluent_kafka') if m in sys.modules]\n"
+            "print('HEAVY=' + ','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip().splitlines()[-1]
+    assert out == "HEAVY="
+
+
+def test_unknown_option_is_exit_2() -> None:
+    result = run_kaudit("cluster", "--no-such-option")
+    assert result.code == 2
+    assert "No such option" in result.stderr
+
+
+def test_unreachable_cluster_is_exit_3_within_timeout() -> None:
+    start = time.monotonic()
+    # Port 1 on loopback: nothing listens there, the connection is refused.
+    result = run_kaudit("cluster", "-b", "127.0.0.1:1", "--timeout", "3")
+    elapsed = time.monotonic() - start
+    assert result.code == 3
+    assert elapsed < 3 + 5  # the bound plus interpreter start-up
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kaudit: error: cannot reach Kafka")
+    assert "Traceback" not in result.stderr
+
+
+def test_blackholed_cluster_is_exit_3_within_timeout() -> None:
+    # A port that accepts TCP but never speaks Kafka: a hang without --timeout.
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    port = server.getsockname()[1]
+    try:
+        start = time.monotonic()
+        result = run_kaudit("cluster", "-b", f"127.0.0.1:{port}", "--timeout", "2")
+        assert result.code == 3
+        assert time.monotonic() - start < 2 + 6
+    finally:
+        server.close()
+
+
+def test_bad_properties_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    props = tmp_path / "client.properties"
+    props.write_text("security.protocol=SSL\nssl.truststore.location=/x/trust.jks\n"
+                     "ssl.truststore.password=trustpw\n")
+    result = run_kaudit("cluster", "-b", "127.0.0.1:1", "-F", str(props))
+    assert result.code == 2
+    assert result.stderr.count("\n") == 1
+    assert f"{props}:2:" in result.stderr and "ssl.ca.location" in result.stderr
+
+
+def test_missing_properties_file_is_exit_2(tmp_path: Path) -> None:
+    result = run_kaudit("cluster", "-b", "127.0.0.1:1", "-F", str(tmp_path / "nope"))
+    assert result.code == 2 and "no such file" in result.stderr
+
+
+def test_invalid_librdkafka_property_is_exit_2() -> None:
+    result = run_kaudit("cluster", "-b", "127.0.0.1:1", "-X", "no.such.property=1")
+    assert result.code == 2
+    assert "no.such.property" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_no_lab_is_explained(tmp_path: Path) -> None:
+    result = run_kaudit("lab", "status", "--state-dir", str(tmp_path / "none"))
+    assert result.code == 2 and "kaudit lab up" in result.stderr
+
+
+def test_secrets_from_a_properties_file_never_reach_output(tmp_path: Path) -> None:
+    secret = "Pa55-w0rd-from-file"
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+        f'username="kaudit" password="{secret}";\n')
+    report = tmp_path / "report.json"
+    result = run_kaudit("-vv", "cluster", "-b", "127.0.0.1:1", "-F", str(props),
+                        "--timeout", "2", "-f", "json", "-o", str(report))
+    assert result.code == 3
+    assert secret not in result.stdout + result.stderr
+    assert not report.exists() or secret not in report.read_text()

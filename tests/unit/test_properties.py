@@ -1,0 +1,116 @@
+"""Java properties parsing and translation to librdkafka settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from kaudit.connect.properties import parse_properties, translate_java_properties
+from kaudit.errors import FileInputError
+
+
+def translate(text: str) -> dict[str, str]:
+    return translate_java_properties(parse_properties(text, "client.properties"))
+
+
+def test_parses_separators_comments_continuations_and_escapes() -> None:
+    text = (
+        "# comment\n"
+        "! also a comment\n"
+        "a=1\n"
+        "b : 2\n"
+        "c 3\n"
+        "   d=spaced value  \n"
+        "long=first,\\\n"
+        "     second\n"
+        "esc=tab\\there\\u0041\n"
+        "key\\=with\\=equals=v\n"
+    )
+    props = parse_properties(text, "f")
+    assert props.values == {"a": "1", "b": "2", "c": "3", "d": "spaced value  ",
+                            "long": "first,second", "esc": "tab\there" + "A",
+                            "key=with=equals": "v"}
+    assert props.line_of("a") == 3
+    assert props.line_of("long") == 7
+    assert props.line_of("esc") == 9
+
+
+def test_plain_jaas_becomes_username_and_password() -> None:
+    out = translate(
+        "security.protocol=SASL_SSL\n"
+        'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'username="alice" password="s3cr3t-pw";\n')
+    assert out == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                   "sasl.username": "alice", "sasl.password": "s3cr3t-pw"}
+
+
+def test_scram_jaas_keeps_the_mechanism_given() -> None:
+    out = translate(
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        "username=bob password=pw123;\n")
+    assert out["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert (out["sasl.username"], out["sasl.password"]) == ("bob", "pw123")
+
+
+def test_scram_without_mechanism_is_rejected_with_line() -> None:
+    with pytest.raises(FileInputError) as err:
+        translate("x=1\nsasl.jaas.config=org.apache.kafka.common.security.scram."
+                  'ScramLoginModule required username="u" password="p";\n')
+    assert err.value.line == 2
+    assert "SCRAM-SHA-256 or SCRAM-SHA-512" in str(err.value)
+
+
+def test_jks_truststore_is_rejected_naming_the_librdkafka_key() -> None:
+    with pytest.raises(FileInputError) as err:
+        translate("security.protocol=SSL\nssl.truststore.location=/etc/kafka/trust.jks\n"
+                  "ssl.truststore.password=changeit\n")
+    assert err.value.line == 2
+    assert "ssl.ca.location" in str(err.value)
+    assert "changeit" not in str(err.value)
+
+
+def test_jks_keystore_is_rejected_naming_pem_keys() -> None:
+    with pytest.raises(FileInputError) as err:
+        translate("ssl.keystore.location=/etc/kafka/client.keystore\n")
+    assert "ssl.certificate.location" in str(err.value)
+
+
+def test_pem_stores_translate() -> None:
+    out = translate("ssl.truststore.type=PEM\nssl.truststore.location=/ca.pem\n"
+                    "ssl.keystore.type=PEM\nssl.keystore.location=/client.pem\n"
+                    "ssl.keystore.password=kpw\n")
+    assert out == {"ssl.ca.location": "/ca.pem", "ssl.certificate.location": "/client.pem",
+                   "ssl.key.location": "/client.pem", "ssl.key.password": "kpw"}
+
+
+def test_pkcs12_keystore_passes_through() -> None:
+    out = translate("ssl.keystore.location=/client.p12\nssl.keystore.password=pw\n")
+    assert out == {"ssl.keystore.location": "/client.p12", "ssl.keystore.password": "pw"}
+
+
+def test_empty_endpoint_identification_means_none() -> None:
+    assert translate("ssl.endpoint.identification.algorithm=\n") == {
+        "ssl.endpoint.identification.algorithm": "none"}
+
+
+def test_serializers_are_dropped_and_java_classes_rejected() -> None:
+    assert translate("key.serializer=org.apache.kafka.common.serialization.StringSerializer\n"
+                     "acks=all\n") == {"acks": "all"}
+    with pytest.raises(FileInputError, match="Java class"):
+        translate("sasl.login.callback.handler.class=com.example.Handler\n")
+
+
+def test_oauthbearer_options_map_to_oidc() -> None:
+    out = translate(
+        "sasl.mechanism=OAUTHBEARER\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+        'required clientId="kaudit" clientSecret="oauth-secret" scope="kafka";\n')
+    assert out["sasl.oauthbearer.client.id"] == "kaudit"
+    assert out["sasl.oauthbearer.client.secret"] == "oauth-secret"
+    assert out["sasl.oauthbearer.method"] == "oidc"
+
+
+def test_unknown_login_module_is_rejected() -> None:
+    with pytest.raises(FileInputError, match="Krb5LoginModule"):
+        translate("sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required "
+                  "useKeyTab=true;\n")

@@ -1,0 +1,36 @@
+"""The single redaction function."""
+
+from __future__ import annotations
+
+from kaudit.connect.properties import parse_properties
+from kaudit.connect.redact import MASK, redact, register_secret
+
+
+def test_secret_keys_are_masked_in_mappings() -> None:
+    out = redact({"sasl.password": "hunter22", "sasl.username": "alice",
+                  "nested": {"ssl.key.password": "k3y"}})
+    assert out == {"sasl.password": MASK, "sasl.username": "alice",
+                   "nested": {"ssl.key.password": MASK}}
+
+
+def test_registered_secrets_are_masked_inside_free_text() -> None:
+    register_secret("correct-horse-battery")
+    text = redact("auth failed for alice with correct-horse-battery at broker 1")
+    assert "correct-horse-battery" not in text
+    assert MASK in text
+
+
+def test_loading_a_properties_file_registers_its_secrets() -> None:
+    parse_properties("sasl.password=p@ss-from-file\n", "f")
+    assert "p@ss-from-file" not in redact("error: p@ss-from-file")
+
+
+def test_inline_jaas_and_url_passwords_are_masked_without_registration() -> None:
+    text = redact('PlainLoginModule required username="u" password="zzzz"; '
+                  "jdbc:postgresql://kaudit:pgpass@db:5432/x?password=qqqq")
+    assert "zzzz" not in text and "pgpass" not in text and "qqqq" not in text
+
+
+def test_lists_and_non_strings_pass_through() -> None:
+    register_secret("abc123")
+    assert redact(["abc123", 5, None]) == [MASK, 5, None]
