@@ -65,7 +65,7 @@ def test_bad_bootstrap_is_an_input_error(isolated_config: Path, bad: str) -> Non
 
 
 def test_sasl_without_mechanism_is_refused(isolated_config: Path) -> None:
-    with pytest.raises(InputError, match="needs sasl.mechanism"):
+    with pytest.raises(InputError, match=r"needs sasl\.mechanism"):
         resolve_connection(bootstrap_server="h:1", properties=["security.protocol=SASL_SSL"])
 
 
