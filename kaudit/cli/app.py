@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from kaudit import __version__
-from kaudit.cli import cluster, lab
+from kaudit.cli import check, cluster, lab, snapshot
 from kaudit.cli.clicompat import ClickException
 from kaudit.connect.redact import redact
 from kaudit.errors import ExitCode, KauditError
@@ -26,7 +26,9 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(lab.app, name="lab")
+app.command("check")(check.check)
 app.command("cluster")(cluster.cluster)
+app.command("snapshot")(snapshot.snapshot)
 
 
 class _RedactingFormatter(logging.Formatter):

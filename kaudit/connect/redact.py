@@ -70,10 +70,15 @@ def redact(value: Any) -> Any:
     if isinstance(value, str):
         return _redact_text(value)
     if isinstance(value, Mapping):
+        # Under a secret-looking key only a scalar is the secret itself; a
+        # mapping there (a config entry with value and source) is recursed into.
         return {
             k: (
                 MASK
-                if isinstance(k, str) and is_secret_key(k) and v not in (None, "")
+                if isinstance(k, str)
+                and is_secret_key(k)
+                and v not in (None, "")
+                and not isinstance(v, Mapping | list | tuple)
                 else redact(v)
             )
             for k, v in value.items()

@@ -242,7 +242,10 @@ class PolicySet:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Names (built-ins) or paths of the policies, in order."""
+        """Names (built-ins) or paths of the policies, in order; the default profile's
+        name when no policy was given, so a report always says what it was judged by."""
+        if not self.policies:
+            return (f"{self.default_profile.name} (default)",)
         return tuple(p.name if p.is_builtin else p.path for p in self.policies)
 
     def profile_for(self, topic: str) -> tuple[Profile | None, str | None]:

@@ -34,3 +34,12 @@ def test_inline_jaas_and_url_passwords_are_masked_without_registration() -> None
 def test_lists_and_non_strings_pass_through() -> None:
     register_secret("abc123")
     assert redact(["abc123", 5, None]) == [MASK, 5, None]
+
+
+def test_structures_under_secret_keys_are_recursed_not_replaced() -> None:
+    entry = {"sasl.jaas.config": {"value": 'x password="pw1";', "source": "STATIC"},
+             "ssl.key.password": {"value": None, "source": "DEFAULT_CONFIG"}}
+    out = redact(entry)
+    assert out["ssl.key.password"] == {"value": None, "source": "DEFAULT_CONFIG"}
+    assert out["sasl.jaas.config"]["source"] == "STATIC"
+    assert "pw1" not in out["sasl.jaas.config"]["value"]

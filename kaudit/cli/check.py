@@ -1,0 +1,101 @@
+"""``kaudit check``: audit cluster and client configs against policies."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from kaudit import __version__
+from kaudit.check.findings import CheckResult, Severity
+from kaudit.cli import options
+from kaudit.errors import ExitCode, InputError
+from kaudit.report.check import CheckFormat, render_check
+from kaudit.report.output import emit
+
+
+class FailOn(StrEnum):
+    """The lowest severity that makes check exit 1."""
+
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+def exit_code(result: CheckResult, fail_on: FailOn, exit_zero: bool) -> ExitCode:
+    """0 unless an unwaived finding is at or above ``fail_on`` (and not --exit-zero)."""
+    if exit_zero:
+        return ExitCode.OK
+    threshold = Severity(fail_on.value).rank
+    failing = any(f.waived_by is None and f.severity.rank >= threshold for f in result.findings)
+    return ExitCode.FINDINGS if failing else ExitCode.OK
+
+
+def check(
+    policy: Annotated[list[str] | None, typer.Option(
+        "--policy", "-p", metavar="FILE|NAME",
+        help="Policy file or built-in profile (durable, exactly-once, at-least-once, "
+             "best-effort); repeatable, later ones win [default: durable].")] = None,
+    snapshot: Annotated[str | None, typer.Option(
+        metavar="FILE", help="Audit a `kaudit snapshot` file instead of a live cluster.")] = None,
+    manifests: Annotated[list[str] | None, typer.Option(
+        metavar="PATH", help="Audit Strimzi KafkaTopic manifests and snapshot files (files "
+                             "or directories) before they are applied; repeatable.")] = None,
+    producer_config: Annotated[list[str] | None, typer.Option(
+        metavar="FILE", help="Producer config (properties or YAML) applied to every audited "
+                             "topic; repeatable.")] = None,
+    consumer_config: Annotated[list[str] | None, typer.Option(
+        metavar="FILE", help="Consumer config (properties or YAML) applied to every audited "
+                             "topic; repeatable.")] = None,
+    fail_on: Annotated[FailOn, typer.Option(
+        case_sensitive=False, help="Exit 1 when a finding is at or above this severity.")
+    ] = FailOn.error,
+    exit_zero: Annotated[bool, typer.Option(
+        "--exit-zero", help="Exit 0 even when findings are at or above --fail-on.")] = False,
+    format: Annotated[CheckFormat | None, typer.Option(
+        "--format", "-f", case_sensitive=False,
+        help="Output format [default: table on a terminal, json otherwise].")] = None,
+    output: options.Output = None,
+    bootstrap_server: options.BootstrapServer = None,
+    command_config: options.CommandConfig = None,
+    property: options.Property = None,
+    context: options.Context = None,
+    timeout: options.Timeout = None,
+) -> int:
+    """Audit topics, brokers and clients against policies; state each topic's guarantee."""
+    # Everything that can be wrong with the input is found before the cluster is read.
+    from kaudit.check.clients import load_client_config
+    from kaudit.check.engine import evaluate
+    from kaudit.policy.loader import load_policies
+
+    if snapshot and manifests:
+        raise InputError("give --snapshot or --manifests, not both "
+                         "(a snapshot file can also be passed to --manifests)")
+    policies = load_policies(policy or [])
+    producers = [load_client_config(p, "producer") for p in producer_config or []]
+    consumers = [load_client_config(c, "consumer") for c in consumer_config or []]
+
+    if manifests:
+        from kaudit.cluster.manifests import load_manifests
+
+        cluster_snapshot = load_manifests(manifests)
+    elif snapshot:
+        from kaudit.cluster.manifests import load_snapshot_file
+
+        cluster_snapshot = load_snapshot_file(snapshot)
+    else:
+        from kaudit.cluster.reader import read_snapshot
+
+        settings = options.connection(bootstrap_server, command_config, property, context,
+                                      timeout)
+        cluster_snapshot = read_snapshot(settings)
+
+    result = evaluate(cluster_snapshot, policies, producers, consumers)
+    fmt = format or (CheckFormat.table if sys.stdout.isatty() else CheckFormat.json)
+    color = (fmt is CheckFormat.table and not output and sys.stdout.isatty()
+             and "NO_COLOR" not in os.environ)
+    emit(render_check(result, fmt, tool_version=__version__, color=color), output)
+    return int(exit_code(result, fail_on, exit_zero))
