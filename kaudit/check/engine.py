@@ -14,7 +14,7 @@ from datetime import date
 from typing import cast
 
 from kaudit.check.clients import ClientConfig
-from kaudit.check.findings import CheckResult, Finding, Guarantee, Severity
+from kaudit.check.findings import CheckResult, Finding, Guarantee, Severity, SubjectKind
 from kaudit.check.guarantees import pair_guarantee, topic_guarantee
 from kaudit.check.rules.common import is_internal
 from kaudit.check.rules.registry import (
@@ -113,7 +113,7 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
                         run(rule, cast(PairCheck, rule.check)(
                             binding.client, item.topic, TopicContext(snapshot, item.profile)))
 
-    findings = _finish(raw, policies, today)
+    findings = _finish(raw, policies, today, snapshot)
     guarantees = _guarantees(snapshot, audited, bindings, by_name)
     evaluated = tuple(r.info() for r in rules if policies.rule_enabled(r.id))
     return CheckResult(findings=findings, guarantees=guarantees, rules=evaluated,
@@ -137,15 +137,20 @@ def _bindings(policies: PolicySet, producers: Sequence[ClientConfig],
 
 
 def _finish(raw: list[tuple[Rule, Violation]], policies: PolicySet,
-            today: date) -> tuple[Finding, ...]:
+            today: date, snapshot: ClusterSnapshot) -> tuple[Finding, ...]:
     findings: dict[tuple[str, str, str, str], Finding] = {}
+    # A topic declared in a manifest is reported at its file:line, so CI
+    # annotations (SARIF, GitHub) land on the line to change.
+    declared = {t.name: t.declared_at for t in snapshot.topics if t.declared_at}
     for rule, v in raw:
         severity = policies.severities.get(rule.id, rule.severity)
         waiver = next((w for w in policies.waivers
                        if w.active(today) and w.covers(rule.id, v.subject.name, v.topic)), None)
         finding = Finding(rule=rule.id, name=rule.name, severity=severity, subject=v.subject,
                           message=v.message, expected=v.expected, actual=v.actual,
-                          source=v.source, waived_by=waiver.label() if waiver else None)
+                          source=declared.get(v.topic or "", v.source) if v.subject.kind in
+                          (SubjectKind.topic, SubjectKind.partition) else v.source,
+                          waived_by=waiver.label() if waiver else None)
         # The same client file can be bound twice (command line and policy): report once.
         key = (rule.id, v.subject.kind.value, v.subject.name, v.message)
         findings.setdefault(key, finding)

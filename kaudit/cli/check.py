@@ -35,6 +35,10 @@ def exit_code(result: CheckResult, fail_on: FailOn, exit_zero: bool) -> ExitCode
 
 
 def check(
+    paths: Annotated[list[str] | None, typer.Argument(
+        metavar="[PATH]...", show_default=False,
+        help="Manifest files to check offline, as a pre-commit hook passes them; files "
+             "without KafkaTopic resources are skipped.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", metavar="FILE|NAME",
         help="Policy file or built-in profile (durable, exactly-once, at-least-once, "
@@ -71,17 +75,18 @@ def check(
     from kaudit.check.engine import evaluate
     from kaudit.policy.loader import load_policies
 
-    if snapshot and manifests:
-        raise InputError("give --snapshot or --manifests, not both "
+    if sum(bool(x) for x in (snapshot, manifests, paths)) > 1:
+        raise InputError("give one of --snapshot, --manifests or PATH arguments "
                          "(a snapshot file can also be passed to --manifests)")
     policies = load_policies(policy or [])
     producers = [load_client_config(p, "producer") for p in producer_config or []]
     consumers = [load_client_config(c, "consumer") for c in consumer_config or []]
 
-    if manifests:
+    if manifests or paths:
         from kaudit.cluster.manifests import load_manifests
 
-        cluster_snapshot = load_manifests(manifests)
+        cluster_snapshot = (load_manifests(manifests) if manifests
+                            else load_manifests(paths or [], allow_empty=True))
     elif snapshot:
         from kaudit.cluster.manifests import load_snapshot_file
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -91,6 +92,7 @@ def _topic_from_node(doc: MappingNode, reader: NodeReader) -> Topic | None:
 
 
 def _yaml_topics(path: Path) -> Iterable[tuple[Topic, int]]:
+    """KafkaTopic resources in one (multi-document) YAML file, with their lines."""
     text = read_text(path)
     reader = NodeReader(str(path))
     try:
@@ -106,11 +108,15 @@ def _yaml_topics(path: Path) -> Iterable[tuple[Topic, int]]:
             continue
         topic = _topic_from_node(doc, reader)
         if topic is not None:
-            yield topic, line_of(doc)
+            yield replace(topic, declared_at=f"{path}:{line_of(doc)}"), line_of(doc)
 
 
-def load_manifests(paths: Sequence[str]) -> ClusterSnapshot:
-    """Read KafkaTopic manifests and snapshot files into one offline snapshot."""
+def load_manifests(paths: Sequence[str], *, allow_empty: bool = False) -> ClusterSnapshot:
+    """Read KafkaTopic manifests and snapshot files into one offline snapshot.
+
+    Finding no topic at all is an input error unless ``allow_empty`` (a
+    pre-commit hook is handed whatever YAML files a commit touched).
+    """
     topics: dict[str, tuple[Topic, str]] = {}
     base: ClusterSnapshot | None = None
 
@@ -134,7 +140,7 @@ def load_manifests(paths: Sequence[str]) -> ClusterSnapshot:
                 add(topic, f"{path}:{line}")
         else:
             raise InputError(f"--manifests {path}: expected .yaml, .yml or .json")
-    if not topics:
+    if not topics and not allow_empty:
         raise InputError("--manifests: no KafkaTopic resources or snapshot topics found in "
                          + ", ".join(paths))
     ordered = tuple(t for t, _ in sorted(topics.values(), key=lambda tw: tw[0].name))

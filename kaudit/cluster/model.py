@@ -90,6 +90,8 @@ class Topic:
     configs: ConfigMap = field(default_factory=lambda: MappingProxyType({}))
     partitions: tuple[PartitionState, ...] = ()
     """Empty when the state is not known (manifests): live-state rules then skip."""
+    declared_at: str | None = None
+    """``file:line`` of the manifest that declares the topic, when it came from one."""
 
     def config(self, name: str) -> ConfigValue | None:
         """The effective value of ``name``, if known."""
@@ -168,6 +170,7 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
             "partitions": [{"partition": p.partition, "leader": p.leader,
                             "replicas": list(p.replicas), "isr": list(p.isr)}
                            for p in t.partitions],
+            **({"declared_at": t.declared_at} if t.declared_at else {}),
         } for t in snap.topics],
     }
 
@@ -195,5 +198,6 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
             partitions=tuple(PartitionState(partition=int(p["partition"]), leader=p["leader"],
                                             replicas=tuple(p["replicas"]), isr=tuple(p["isr"]))
                              for p in t["partitions"]),
+            declared_at=t.get("declared_at"),
         ) for t in raw["topics"]),
     )
