@@ -109,7 +109,7 @@ def _command(command: Any, path: tuple[str, ...], parent_ctx: Any) -> CommandDoc
             options.append(_option(param, ctx))
         elif param.param_type_name == "argument":
             arguments.append(ArgumentDoc(
-                name=(param.metavar or param.name or "ARG").upper(),
+                name=_argument_name(param.metavar or param.name or "ARG"),
                 help=_clean(getattr(param, "help", None) or ""),
                 required=bool(param.required), variadic=param.nargs == -1))
     subcommands: list[CommandDoc] = []
@@ -125,6 +125,12 @@ def _command(command: Any, path: tuple[str, ...], parent_ctx: Any) -> CommandDoc
         short_help=_clean(command.get_short_help_str(limit=300)) if help_text else "",
         options=tuple(options), arguments=tuple(arguments), subcommands=tuple(subcommands),
         is_group=is_group)
+
+
+def _argument_name(metavar: str) -> str:
+    # A metavar may already be written as usage ("[PATH]..."); the page adds the
+    # brackets and the ellipsis itself, from required and nargs.
+    return metavar.replace("...", "").strip("[]").upper()
 
 
 def _clean(text: str) -> str:
@@ -169,20 +175,25 @@ def _type_name(param: Any, ctx: Any) -> str:
         shown = str(param.display_type(ctx)).strip("<>")
     else:  # click's own Option
         shown = str(param.make_metavar(ctx))
-    return shown.removeprefix("list[").removesuffix("]").upper()
+    shown = shown.removeprefix("list[").removesuffix("]").upper()
+    return _TYPE_NAMES.get(shown, shown)
+
+
+# typer names types as Python does; man pages use click's words.
+_TYPE_NAMES = {"STR": "TEXT", "INT": "INTEGER", "FLOAT": "NUMBER", "BOOL": "BOOLEAN"}
 
 
 def _default(param: Any, ctx: Any, counted: bool) -> str | None:
     if counted:
         return None
     if isinstance(param.show_default, str):
-        return param.show_default
+        return str(param.show_default)
     default = param.get_default(ctx, call=False)
     if default is None or callable(default):
         return None
     if getattr(param, "is_flag", False):
         if param.secondary_opts:
-            return param.opts[0] if default else param.secondary_opts[0]
+            return str(param.opts[0] if default else param.secondary_opts[0])
         return None  # a plain on-switch is off unless given
     if isinstance(default, (list, tuple)):
         return ", ".join(_as_text(d) for d in default) or None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 
 from kaudit import __version__
 from kaudit.cli.options import CONNECTION
@@ -86,7 +87,7 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
      "kaudit snapshot -o cluster.json\n"
      "kaudit check --snapshot cluster.json --format sarif -o kaudit.sarif"),
     ("Check Strimzi topic manifests and a producer config before they are applied:",
-     "kaudit check --manifests k8s/topics/ --producer-config orders-writer.properties"),
+     "kaudit check --manifests k8s/topics/ --producer-config writer.properties"),
 )
 
 
@@ -98,7 +99,7 @@ def exit_statuses() -> list[tuple[int, str]]:
     tree = ast.parse(inspect.getsource(ExitCode))
     meanings: dict[str, str] = {}
     body = tree.body[0].body  # type: ignore[attr-defined]
-    for stmt, after in zip(body, body[1:], strict=False):
+    for stmt, after in itertools.pairwise(body):
         if (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
                 and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)):
             meanings[stmt.targets[0].id] = " ".join(str(after.value.value).split())
@@ -108,9 +109,9 @@ def exit_statuses() -> list[tuple[int, str]]:
 
 def root_page(root: CommandDoc) -> str:
     """``kaudit.1``."""
-    w = _start(root.path[0], 1)
+    w = start_page(root.path[0], 1)
     w.section("name")
-    w.raw(f"{escape(root.path[0])} \\- {escape(_summary(root.help))}")
+    w.text(f"{escape(root.path[0])} \\- {escape(_summary(root.help))}")
     w.section("synopsis")
     w.paragraph(f"{bold(root.name)} [{italic('OPTIONS')}] {italic('COMMAND')} "
                 f"[{italic('ARGS')}]...")
@@ -163,9 +164,9 @@ def root_page(root: CommandDoc) -> str:
 
 def command_page(command: CommandDoc, root: CommandDoc) -> str:
     """``kaudit-NAME.1`` for one top-level command, its subcommands included."""
-    w = _start(command.page, 1)
+    w = start_page(command.page, 1)
     w.section("name")
-    w.raw(f"{escape(command.page)} \\- {escape(_summary(command.short_help or command.help))}")
+    w.text(f"{escape(command.page)} \\- {escape(_summary(command.short_help or command.help))}")
     w.section("synopsis")
     leaves = [c for c in command.walk() if not c.subcommands or c is command]
     lines = []
@@ -178,7 +179,7 @@ def command_page(command: CommandDoc, root: CommandDoc) -> str:
     w.paragraph(lines[0])
     for line in lines[1:]:
         w.raw(".br")
-        w.raw(line)
+        w.text(line)
     w.section("description")
     for para in paragraphs(command.help):
         w.paragraph(inline(para))
@@ -187,7 +188,7 @@ def command_page(command: CommandDoc, root: CommandDoc) -> str:
                     + ", ".join(bold(s.path[-1]) for s in command.subcommands) + ".")
     _arguments(w, command.arguments, heading=True)
     w.section("options")
-    _options(w, command.options, f"{bold(command.name)} takes only {bold('--help')}.")
+    _options(w, command.options)
     below = command.walk()[1:]
     if below:
         w.section("commands")
@@ -197,7 +198,7 @@ def command_page(command: CommandDoc, root: CommandDoc) -> str:
         for para in paragraphs(sub.help):
             w.paragraph(inline(para))
         _arguments(w, sub.arguments, heading=False)
-        _options(w, sub.options, "")
+        _options(w, sub.options)
     _exit_status(w)
     _see_also(w, root, exclude=command.page)
     return w.page()
@@ -237,15 +238,12 @@ def _option(w: RoffWriter, option: OptionDoc) -> None:
     w.tagged(option_tag(option), [" ".join(p for p in [body, *notes] if p)])
 
 
-def _options(w: RoffWriter, options: tuple[OptionDoc, ...], when_none: str) -> None:
+def _options(w: RoffWriter, options: tuple[OptionDoc, ...]) -> None:
     own = [o for o in options if o.panel is None]
     panels: dict[str, list[OptionDoc]] = {}
     for option in options:
         if option.panel is not None:
             panels.setdefault(option.panel, []).append(option)
-    if len(own) == 1 and own[0].names[-1] == "--help" and not panels and when_none:
-        w.paragraph(when_none)
-        return
     for option in own:
         _option(w, option)
     for panel, members in panels.items():
@@ -289,11 +287,20 @@ def _ref(page: str, section: int) -> str:
     return f"{bold(page)}({section})"
 
 
-def _start(page: str, section: int) -> RoffWriter:
+def start_page(page: str, section: int) -> RoffWriter:
+    """A page with the generated-file mark, its ``.TH`` line and kaudit's layout."""
     w = RoffWriter()
     w.comment(GENERATED_MARK)
     w.raw(title_line(page, section, __version__))
+    _layout(w)
     return w
+
+
+def _layout(w: RoffWriter) -> None:
+    # No hyphenation and a ragged right edge: option names, config keys and
+    # environment variables must never be split or stretched.
+    w.raw(".nh")
+    w.raw(".ad l")
 
 
 def _summary(help_text: str) -> str:

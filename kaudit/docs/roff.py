@@ -13,6 +13,7 @@ needs.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -40,16 +41,16 @@ def escape(text: str) -> str:
     return "".join(out)
 
 
-def text_line(roff: str) -> str:
-    """A roff text line: one that can never be read as a request.
+def text_line(roff: str, width: int = 80) -> str:
+    """Running text as roff input lines that can never be read as requests.
 
-    A line starting with ``.`` or ``'`` would be a request; one starting with
-    a space forces a break. Both are neutralised.
+    Long text is wrapped at spaces to ``width`` bytes (a roff line break in
+    running text is just a space). A line starting with ``.`` or ``'`` would be
+    a request, one starting with a space forces a break: both are neutralised.
     """
-    roff = roff.strip()
-    if roff.startswith((".", "'")):
-        return "\\&" + roff
-    return roff
+    lines = textwrap.wrap(roff.strip(), width=width, break_long_words=False,
+                          break_on_hyphens=False) or [""]
+    return "\n".join("\\&" + line if line.startswith((".", "'")) else line for line in lines)
 
 
 def bold(text: str) -> str:
@@ -244,6 +245,11 @@ class RoffWriter:
         """A request line, as is."""
         self.lines.append(line)
 
+    def text(self, roff: str) -> None:
+        """Text lines with no paragraph macro before them (NAME, a line after ``.br``)."""
+        self.lines.append(text_line(roff))
+        self._after_heading = False
+
     def comment(self, text: str) -> None:
         """A roff comment line."""
         self.lines.append(f'.\\" {text}')
@@ -287,7 +293,9 @@ class RoffWriter:
             self.lines.append(".PP")
         self.lines.extend([".RS 4", ".nf"])
         for line in lines:
-            self.lines.append(text_line(escape(line)) if line.strip() else "")
+            # Literal lines are never wrapped; only a leading dot or quote is neutralised.
+            escaped = escape(line)
+            self.lines.append("\\&" + escaped if escaped.startswith((".", "'")) else escaped)
         self.lines.extend([".fi", ".RE"])
         self._after_heading, self._indented = False, False
 
@@ -295,8 +303,8 @@ class RoffWriter:
         """Markdown blocks: headings of ``top_level`` become ``.SH``, one deeper ``.SS``.
 
         Headings above ``top_level`` are dropped (the page has its own title).
-        A table becomes a ``.TP`` list: the first cell is the tag, the other cells
-        ``header: value`` lines, a ``meaning`` column plain text.
+        A table becomes a ``.TP`` list: the first cell is the tag, each other cell a
+        ``header: value`` line, a ``meaning`` column plain text.
         """
         for block in parse_markdown(markdown):
             if isinstance(block, Heading):
@@ -349,5 +357,4 @@ def _table_items(table: Table) -> Iterator[tuple[str, list[str]]]:
                 plain.append(inline(cell))
             else:
                 labelled.append(f"\\fI{_inline_prose(header)}\\fR: {inline(cell)}")
-        body = ["; ".join(labelled)] if labelled else []
-        yield tag, body + plain
+        yield tag, labelled + plain

@@ -8,11 +8,10 @@ fields (what, why, example, fix).
 
 from __future__ import annotations
 
-from kaudit import __version__
 from kaudit.check.rules import all_rules
 from kaudit.check.rules.registry import Rule
-from kaudit.docs.manpage import GENERATED_MARK, POLICY_PAGE, RULES_PAGE
-from kaudit.docs.roff import RoffWriter, bold, escape, inline, title_line
+from kaudit.docs.manpage import POLICY_PAGE, RULES_PAGE, start_page
+from kaudit.docs.roff import bold, escape, inline
 from kaudit.report.check.record import rule_help_uri
 
 FAMILIES: dict[str, str] = {
@@ -71,11 +70,9 @@ def rules_markdown(rules: tuple[Rule, ...] | None = None) -> str:
 def rules_manpage(rules: tuple[Rule, ...] | None = None) -> str:
     """``kaudit-rules.7``."""
     rules = all_rules() if rules is None else rules
-    w = RoffWriter()
-    w.comment(GENERATED_MARK)
-    w.raw(title_line(RULES_PAGE, 7, __version__))
+    w = start_page(RULES_PAGE, 7)
     w.section("name")
-    w.raw(f"{escape(RULES_PAGE)} \\- the rules kaudit check applies, and what each one means")
+    w.text(f"{escape(RULES_PAGE)} \\- the rules kaudit check applies, and what each one means")
     w.section("description")
     w.paragraph(inline(
         "Every finding of `kaudit check` names the rule that produced it by a stable id "
