@@ -23,6 +23,8 @@ class ExitCode(IntEnum):
     """Cannot reach or authenticate to the cluster, the sink, or the Java/Spark runtime."""
     INTERRUPTED = 130
     """Interrupted (Ctrl-C) after cleaning up."""
+    INTERNAL = 70
+    """An unexpected error inside kaudit (a bug); -v prints the traceback."""
 
 
 class KauditError(Exception):

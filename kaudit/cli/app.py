@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from kaudit import __version__
-from kaudit.cli import check, cluster, lab, snapshot
+from kaudit.cli import check, cluster, lab, probe, snapshot
 from kaudit.cli.clicompat import ClickException
 from kaudit.connect.redact import redact
 from kaudit.errors import ExitCode, KauditError
@@ -28,6 +28,7 @@ app = typer.Typer(
 app.add_typer(lab.app, name="lab")
 app.command("check")(check.check)
 app.command("cluster")(cluster.cluster)
+app.command("probe")(probe.probe)
 app.command("snapshot")(snapshot.snapshot)
 
 
@@ -104,4 +105,12 @@ def main(argv: list[str] | None = None) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = ExitCode.OK
+    except Exception as exc:  # a bug: still one line, never a bare traceback
+        if logging.getLogger("kaudit").isEnabledFor(logging.INFO):
+            import traceback
+
+            traceback.print_exc()
+        print(redact(f"kaudit: internal error: {exc.__class__.__name__}: {exc} "
+                     "(a bug in kaudit; run with -v for the traceback)"), file=sys.stderr)
+        code = ExitCode.INTERNAL
     sys.exit(int(code))

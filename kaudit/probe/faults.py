@@ -1,0 +1,204 @@
+"""Faults injected during a probe, and their healing.
+
+On the lab (kaudit knows each broker's process): ``kill-leader`` (SIGKILL the
+leader of partition 0), ``stop-leader`` (SIGTERM, a controlled shutdown),
+``pause-leader`` / ``pause-follower`` (SIGSTOP, resumed at heal time: a frozen
+broker keeps its connections open, so requests time out instead of failing
+fast), ``kill-broker:ID`` and ``bounce-leader:N`` (kill the current leader,
+restart it, chase the next one, N times). On any cluster: ``exec:'COMMAND'``
+runs a command (a kubectl or systemctl call) and ``exec-heal:'COMMAND'`` the
+command that undoes it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kaudit.errors import InputError
+from kaudit.probe.monitor import EventLog
+
+LAB_FAULTS = ("kill-leader", "stop-leader", "pause-leader", "pause-follower", "kill-broker",
+              "bounce-leader")
+EXEC_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One ``--fault`` value, parsed."""
+
+    kind: str
+    """One of LAB_FAULTS, ``exec`` or ``exec-heal``."""
+    argument: str | None = None
+    """Broker id, bounce count or command."""
+
+    @property
+    def needs_lab(self) -> bool:
+        """True for faults that signal lab processes."""
+        return self.kind in LAB_FAULTS
+
+    def label(self) -> str:
+        """How the fault is named in reports (commands are not repeated: they may hold secrets)."""
+        if self.kind in ("exec", "exec-heal"):
+            return self.kind
+        return f"{self.kind}:{self.argument}" if self.argument else self.kind
+
+
+def parse_fault(text: str) -> FaultSpec:
+    """Parse ``kill-leader``, ``kill-broker:2``, ``bounce-leader:3``, ``exec:'cmd'``..."""
+    kind, sep, arg = text.partition(":")
+    kind = kind.strip()
+    if kind in ("exec", "exec-heal"):
+        command = arg.strip()
+        if len(command) >= 2 and command[0] == command[-1] and command[0] in "'\"":
+            command = command[1:-1]
+        if not command:
+            raise InputError(f"--fault {kind}: needs a command, e.g. {kind}:'systemctl stop kafka'")
+        return FaultSpec(kind, command)
+    if kind in ("kill-broker", "bounce-leader"):
+        if not sep or not arg.strip().isdigit():
+            example = "kill-broker:2" if kind == "kill-broker" else "bounce-leader:3"
+            raise InputError(f"--fault {text!r}: expected a number, e.g. {example}")
+        return FaultSpec(kind, arg.strip())
+    if kind in LAB_FAULTS and not sep:
+        return FaultSpec(kind)
+    choices = ", ".join([*LAB_FAULTS[:4], "kill-broker:ID", "bounce-leader:N", "exec:'CMD'",
+                         "exec-heal:'CMD'"])
+    raise InputError(f"--fault {text!r} is not a fault ({choices})")
+
+
+def parse_fault_at(text: str) -> tuple[str, float]:
+    """``40%`` -> ("progress", 0.4); ``12`` or ``12s`` -> ("seconds", 12.0)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(%|s)?\s*", text)
+    if not m:
+        raise InputError(f"--fault-at {text!r}: expected a percentage (40%) or seconds (12s)")
+    value = float(m.group(1))
+    if m.group(2) == "%":
+        if not 0 <= value <= 100:
+            raise InputError("--fault-at percentage must be between 0 and 100")
+        return "progress", value / 100
+    return "seconds", value
+
+
+class LabControl:
+    """Signals lab brokers through the lab's own state (pids, ports, restart commands)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        from kaudit.lab.state import LabState
+
+        self.state_dir = state_dir
+        LabState.load(state_dir)  # fail early (exit 2) when there is no lab there
+
+    def kill(self, broker: int, signal_name: str) -> None:
+        """Send TERM, KILL or STOP to a broker."""
+        from kaudit.lab.manager import lab_kill
+
+        lab_kill(self.state_dir, broker, signal_name)
+
+    def start(self, broker: int) -> None:
+        """Restart or resume a broker, waiting until it registers."""
+        from kaudit.lab.manager import lab_start
+
+        lab_start(self.state_dir, broker, wait_s=120)
+
+
+class FaultInjector(threading.Thread):
+    """Waits for the trigger, injects the faults, heals them after ``duration_s``."""
+
+    def __init__(self, faults: list[FaultSpec], trigger: Callable[[], bool], duration_s: float,
+                 log: EventLog, lab: LabControl | None,
+                 partition_roles: Callable[[], tuple[int, list[int]]]) -> None:
+        super().__init__(name="kaudit-fault", daemon=True)
+        self.faults, self.trigger, self.duration_s = faults, trigger, duration_s
+        self.log, self.lab, self.partition_roles = log, lab, partition_roles
+        self._cancel = threading.Event()
+        self._heals: list[tuple[str, Callable[[], None]]] = []
+        self._heal_lock = threading.Lock()
+        self.errors: list[str] = []
+
+    def cancel(self) -> None:
+        """Stop waiting (the run ended or was interrupted); heal() still has to run."""
+        self._cancel.set()
+
+    def run(self) -> None:
+        while not self._cancel.is_set() and not self.trigger():
+            time.sleep(0.05)
+        if self._cancel.is_set():
+            return
+        for fault in self.faults:
+            if fault.kind == "exec-heal":
+                continue
+            try:
+                self._inject(fault)
+            except Exception as exc:  # a fault that fails is reported, not fatal
+                self.errors.append(f"{fault.label()}: {exc}")
+                self.log.add("note", f"fault {fault.label()} failed: {exc}")
+        if not any(f.kind == "bounce-leader" for f in self.faults):
+            self._cancel.wait(self.duration_s)
+        self.heal()
+
+    def _inject(self, fault: FaultSpec) -> None:
+        leader, followers = self.partition_roles()
+        if fault.kind == "exec":
+            self._exec(fault.argument or "", "fault")
+            heal = next((f for f in self.faults if f.kind == "exec-heal"), None)
+            if heal is not None:
+                self._add_heal("exec-heal", lambda: self._exec(heal.argument or "", "heal"))
+            return
+        assert self.lab is not None
+        lab = self.lab
+        if fault.kind == "bounce-leader":
+            rounds = int(fault.argument or 1)
+            for i in range(rounds):
+                if self._cancel.is_set():
+                    break
+                leader, _ = self.partition_roles()
+                lab.kill(leader, "KILL")
+                self.log.add("fault", f"bounce {i + 1}/{rounds}: SIGKILL leader {leader}", 0)
+                self._cancel.wait(self.duration_s / max(rounds, 1))
+                lab.start(leader)
+                self.log.add("heal", f"broker {leader} restarted", 0)
+            return
+        target, signal_name, verb = {
+            "kill-leader": (leader, "KILL", "SIGKILL leader"),
+            "stop-leader": (leader, "TERM", "SIGTERM leader"),
+            "pause-leader": (leader, "STOP", "SIGSTOP leader"),
+            "pause-follower": (followers[0] if followers else -1, "STOP", "SIGSTOP follower"),
+            "kill-broker": (int(fault.argument or -1), "KILL", "SIGKILL broker"),
+        }[fault.kind]
+        if target < 0:
+            raise InputError(f"{fault.kind}: partition 0 has no such broker right now")
+        lab.kill(target, signal_name)
+        self.log.add("fault", f"{verb} {target}", 0)
+        self._add_heal(f"broker {target} {'resumed' if signal_name == 'STOP' else 'restarted'}",
+                       lambda: lab.start(target))
+
+    def _exec(self, command: str, kind: str) -> None:
+        proc = subprocess.run(shlex.split(command), capture_output=True, text=True,
+                              timeout=EXEC_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        self.log.add(kind, f"exec {'heal ' if kind == 'heal' else ''}command exited "
+                           f"{proc.returncode}")
+        if proc.returncode != 0:
+            raise RuntimeError(f"command exited {proc.returncode}")
+
+    def _add_heal(self, label: str, action: Callable[[], None]) -> None:
+        with self._heal_lock:
+            self._heals.append((label, action))
+
+    def heal(self) -> None:
+        """Undo every injected fault (idempotent: each heal runs once)."""
+        with self._heal_lock:
+            heals, self._heals = self._heals, []
+        for label, action in heals:
+            try:
+                action()
+                self.log.add("heal", label, 0)
+            except Exception as exc:
+                self.errors.append(f"heal {label}: {exc}")
+                self.log.add("note", f"heal failed: {label}: {exc}")

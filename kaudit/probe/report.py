@@ -1,0 +1,111 @@
+"""Render a probe run: the ``kaudit.probe/v1`` JSON document and a terminal summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabulate import tabulate
+
+from kaudit.probe.runner import ProbeReport
+from kaudit.report.output import to_json
+
+SCHEMA = "kaudit.probe/v1"
+_CLASSES = ("lost", "duplicated", "reordered", "aborted_visible", "inconsistent_offsets",
+            "consumer_missed", "failed_present", "indeterminate_present", "unexpected")
+
+
+def probe_record(report: ProbeReport) -> dict[str, Any]:
+    """The one record form of a run, feeding both renderings."""
+    v = report.verification
+    produced = max(report.produce_seconds, 1e-9)
+    return {
+        "schema": SCHEMA,
+        "run_id": report.run_id,
+        "topic": report.topic,
+        "settings": report.settings.describe(),
+        "sent": v.sent,
+        "acked": v.acked,
+        "failed": v.failed,
+        "indeterminate": v.indeterminate,
+        "aborted": v.aborted,
+        "lost": v.lost,
+        "duplicated": v.duplicated,
+        "duplicate_copies": v.duplicate_copies,
+        "reordered": v.reordered,
+        "aborted_visible": v.aborted_visible,
+        "inconsistent_offsets": v.inconsistent_offsets,
+        "consumer_missed": v.consumer_missed,
+        "failed_present": v.failed_present,
+        "indeterminate_present": v.indeterminate_present,
+        "indeterminate_absent": v.indeterminate_absent,
+        "unexpected": v.unexpected,
+        "send_errors": dict(sorted(report.send_errors.items())),
+        "latency_ms": report.ack_latency.summary(),
+        "e2e_latency_ms": report.e2e_latency.summary() if report.e2e_latency else None,
+        "throughput": {
+            "produce_seconds": round(report.produce_seconds, 3),
+            "total_seconds": round(report.total_seconds, 3),
+            "sent_per_second": round(v.sent / produced, 1),
+            "verified_per_second": round(v.sent / max(report.total_seconds, 1e-9), 1),
+        },
+        "availability": report.timeline.summary(),
+        "partitions": [p.to_dict() for p in v.partitions],
+        "events": [{"at_s": e.at_s, "kind": e.kind, "detail": e.detail,
+                    "partition": e.partition} for e in report.events],
+        "samples": {cls: [s.to_dict() for s in samples]
+                    for cls, samples in v.samples.items() if samples},
+        "drain_complete": report.drain_complete,
+        "interrupted": report.interrupted,
+        "topic_deleted": report.topic_deleted,
+        "notes": report.notes,
+        "verdict": report.verdict,
+        "violations": report.violations(),
+    }
+
+
+def probe_document(report: ProbeReport) -> str:
+    """The JSON document, redacted."""
+    return to_json(probe_record(report))
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def probe_table(report: ProbeReport) -> str:
+    """A terminal summary: outcome counts, classes, latency, events, partitions, verdict."""
+    r = probe_record(report)
+    s = r["settings"]
+    head = (f"kaudit probe {r['run_id'][:12]} on {r['topic']}: acks={s['acks']} "
+            f"idempotence={str(s['idempotence']).lower()} "
+            f"transactional={str(s['transactional']).lower()} RF={s['replication_factor']} "
+            f"min.insync.replicas={s['min_insync_replicas'] or 'broker default'}"
+            + (f" faults={','.join(s['faults'])}" if s["faults"] else ""))
+    outcomes = tabulate([(r["sent"], r["acked"], r["failed"], r["indeterminate"], r["aborted"])],
+                        headers=["sent", "acked", "failed", "indeterminate", "aborted"])
+    classes = tabulate([(c, r[c]) for c in _CLASSES], headers=["class", "messages"])
+    lat, e2e, tp = r["latency_ms"], r["e2e_latency_ms"] or {}, r["throughput"]
+    latency = tabulate(
+        [("ack", *(_ms(lat[k]) for k in ("p50", "p99", "p999", "max"))),
+         ("end-to-end", *(_ms(e2e.get(k)) for k in ("p50", "p99", "p999", "max")))],
+        headers=["latency ms", "p50", "p99", "p99.9", "max"])
+    avail = r["availability"]
+    lines = [head, "", outcomes, "", classes, "", latency, "",
+             f"throughput: {tp['sent_per_second']:g} msg/s sent, "
+             f"{tp['verified_per_second']:g} msg/s verified end to end "
+             f"({tp['total_seconds']:g}s)",
+             f"unavailable: {avail['unavailable_seconds']}s in "
+             f"{len(avail['unavailable_windows'])} window(s)"]
+    if r["send_errors"]:
+        lines.append("send errors: " + ", ".join(f"{k} x{n}" for k, n in r["send_errors"].items()))
+    if r["events"]:
+        lines += ["", tabulate([(e["at_s"], e["kind"], e["partition"] if e["partition"]
+                                 is not None else "-", e["detail"]) for e in r["events"]],
+                               headers=["at s", "event", "partition", "detail"])]
+    for cls, samples in r["samples"].items():
+        shown = "; ".join(f"p{x['partition']} seq {x['sequence']} acked@{x['acked_offset']} "
+                          f"seen@{x['seen_offsets']}" for x in samples[:3])
+        lines.append(f"{cls} e.g.: {shown}")
+    lines += [f"note: {n}" for n in r["notes"]]
+    lines += ["", f"verdict: {r['verdict']}"] + [f"  {v}" for v in r["violations"]]
+    return "\n".join(lines) + "\n"
