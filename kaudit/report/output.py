@@ -45,6 +45,12 @@ def emit(text: str, output: str | None = None) -> None:
         sys.stdout.flush()
         return
     target = Path(output).expanduser()
+    if target.exists() and not target.is_file():
+        # A device, FIFO or socket (/dev/null, /dev/stderr, a named pipe): write
+        # straight into it. Renaming a file over it would replace the device.
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
     if not target.parent.is_dir():
         raise InputError(f"-o {output}: directory {target.parent} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

@@ -81,8 +81,23 @@ def restore_brokers(lab: Lab) -> Iterator[None]:
     for broker in lab.status()["brokers"]:  # type: ignore[union-attr]
         if broker["state"] != "running":
             assert lab.kaudit("start", str(broker["id"])).code == 0
-    wait_until(lambda: len(admin(lab).describe_cluster().result(10).nodes) == 3, 60,
-               "all brokers registered")
+    def all_registered() -> bool:
+        try:
+            return len(admin(lab).describe_cluster(request_timeout=5).result(6).nodes) == 3
+        except Exception:  # a broker that just restarted may not answer yet
+            return False
+
+    wait_until(all_registered, 90, "all brokers registered")
+    # ...and back in every ISR, so the next test starts from a healthy cluster.
+    def all_in_sync() -> bool:
+        try:
+            md = admin(lab).list_topics(timeout=5)
+        except Exception:
+            return False
+        return all(len(p.isrs) == len(p.replicas) for t in md.topics.values()
+                   for p in t.partitions.values())
+
+    wait_until(all_in_sync, 120, "every replica back in sync")
 
 
 def test_status_reports_three_live_brokers_and_a_controller(lab: Lab) -> None:

@@ -1,0 +1,45 @@
+"""Report files: atomic for regular files, never replacing devices or pipes."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from kaudit.connect.redact import register_secret
+from kaudit.errors import InputError
+from kaudit.report.output import emit
+
+
+def test_regular_file_is_written_whole_and_redacted(tmp_path: Path) -> None:
+    register_secret("s3cret-value")
+    target = tmp_path / "report.json"
+    target.write_text("old")
+    emit("new s3cret-value\n", str(target))
+    assert target.read_text() == "new *****\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temp file left
+
+
+def test_dev_null_stays_a_device() -> None:
+    emit("discarded\n", "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_named_pipe_is_written_into_not_replaced(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    emit("through the pipe\n", str(fifo))
+    reader.join(timeout=10)
+    assert received == ["through the pipe\n"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_missing_directory_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        emit("x", str(tmp_path / "no" / "such" / "file"))
