@@ -34,20 +34,25 @@ _AUTH_ERRORS = ("TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
                 "GROUP_AUTHORIZATION_FAILED")
 
 
-def _source(entry: Any) -> ConfigSource:
+def _source_names() -> dict[int, ConfigSource]:
     from confluent_kafka.admin import ConfigSource as KafkaConfigSource
 
-    # confluent-kafka hands the source over as a plain int.
-    try:
-        return ConfigSource(KafkaConfigSource(entry.source).name)
-    except ValueError:
-        return ConfigSource.UNKNOWN_CONFIG
+    names = {}
+    for member in KafkaConfigSource:
+        try:
+            names[int(member.value)] = ConfigSource(member.name)
+        except ValueError:
+            names[int(member.value)] = ConfigSource.UNKNOWN_CONFIG
+    return names
 
 
-def _configs(entries: Mapping[str, Any]) -> ConfigMap:
+def _configs(entries: Mapping[str, Any], sources: dict[int, ConfigSource]) -> ConfigMap:
+    # confluent-kafka hands the source over as a plain int; map it once per code.
+    unknown = ConfigSource.UNKNOWN_CONFIG
     return freeze_configs({
         name: ConfigValue(name=name, value=None if e.is_sensitive else e.value,
-                          source=_source(e), sensitive=bool(e.is_sensitive))
+                          source=sources.get(int(e.source), unknown),
+                          sensitive=bool(e.is_sensitive))
         for name, e in entries.items()
     })
 
@@ -68,9 +73,10 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
                 batch, request_timeout=session.settings.timeout).items():
             futures[resource.name] = fut
     out: dict[str, ConfigMap] = {}
+    sources = _source_names()
     for name, fut in futures.items():
         try:
-            out[name] = _configs(session.wait(fut))
+            out[name] = _configs(session.wait(fut), sources)
         except Exception as exc:
             cause = exc.__cause__ or exc.__context__ or exc
             text = kafka_message(cause) if isinstance(cause, KafkaException) else str(exc)

@@ -8,6 +8,7 @@ from a client library, a log line, a JAAS string).
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Mapping
@@ -39,8 +40,11 @@ def register_secret(value: str | None) -> None:
     """Remember a secret value so that :func:`redact` masks it anywhere."""
     # Very short values would mask ordinary words; a real credential is longer.
     if value and len(value) >= 3:
+        # Also its JSON-escaped form: a rendered report holds that, not the raw text.
+        escaped = json.dumps(value, ensure_ascii=False)[1:-1]
         with _lock:
             _known_secrets.add(value)
+            _known_secrets.add(escaped)
 
 
 def forget_secrets() -> None:
@@ -60,15 +64,17 @@ def _redact_text(text: str) -> str:
     return _QUERY_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}", text)
 
 
-def redact(value: Any) -> Any:
+def redact(value: Any, *, text: bool = True) -> Any:
     """Return ``value`` with every secret masked.
 
     Strings have remembered secrets and inline credentials masked; mappings
     also have the values of secret-looking keys masked; lists and tuples are
-    redacted item by item. Anything else is returned unchanged.
+    redacted item by item. Anything else is returned unchanged. ``text=False``
+    masks by key only, for a document whose rendered text is redacted later
+    (as :func:`kaudit.report.output.emit` does).
     """
     if isinstance(value, str):
-        return _redact_text(value)
+        return _redact_text(value) if text else value
     if isinstance(value, Mapping):
         # Under a secret-looking key only a scalar is the secret itself; a
         # mapping there (a config entry with value and source) is recursed into.
@@ -79,10 +85,10 @@ def redact(value: Any) -> Any:
                 and is_secret_key(k)
                 and v not in (None, "")
                 and not isinstance(v, Mapping | list | tuple)
-                else redact(v)
+                else redact(v, text=text)
             )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return type(value)(redact(v) for v in value)
+        return type(value)(redact(v, text=text) for v in value)
     return value

@@ -319,10 +319,7 @@ def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
             timeline.indeterminate(second)
 
     if settings.transactional:
-        try:
-            producer.init_transactions(conn.timeout)
-        except KafkaException as exc:
-            raise _unreachable_from(conn, collector, exc) from None
+        _init_transactions(producer, conn, collector)
 
     count = settings.count
     deadline = (progress.started + settings.duration) if settings.duration else math.inf
@@ -386,6 +383,23 @@ def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
     if remaining:
         notes.append(f"{remaining} message(s) still unanswered after the flush timeout")
     return histogram, timeline, produce_seconds, errors
+
+
+def _init_transactions(producer: Any, conn: ConnectionSettings,
+                       collector: ErrorCollector) -> None:
+    """init_transactions, retried while the error is retriable (a coordinator moving)."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + max(3 * conn.timeout, 30)
+    while True:
+        try:
+            producer.init_transactions(conn.timeout)
+            return
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not err.retriable() or time.monotonic() >= deadline:
+                raise _unreachable_from(conn, collector, exc) from None
+            time.sleep(0.5)
 
 
 def _end_transaction(producer: Any, ledger: Ledger, starts: dict[int, int],

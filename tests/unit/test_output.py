@@ -43,3 +43,13 @@ def test_named_pipe_is_written_into_not_replaced(tmp_path: Path) -> None:
 def test_missing_directory_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="does not exist"):
         emit("x", str(tmp_path / "no" / "such" / "file"))
+
+
+def test_secret_with_json_special_characters_is_masked_in_json(tmp_path: Path) -> None:
+    from kaudit.report.output import to_json
+
+    register_secret('pa"ss\\word')
+    target = tmp_path / "r.json"
+    emit(to_json({"message": 'auth with pa"ss\\word failed'}), str(target))
+    text = target.read_text()
+    assert "ss\\\\word" not in text and 'pa\\"ss' not in text and "*****" in text
