@@ -410,6 +410,11 @@ def _end_transaction(producer: Any, ledger: Ledger, starts: dict[int, int],
     ends = {p: ledger.next_seq_peek(p) for p in partitions}
     try:
         if abort:
+            # Flush first: the aborted records then really reach the log (so a
+            # read_committed reader has something to hide), and EndTxn cannot
+            # race a pending AddPartitionsToTxn (Kafka 4 answers that race with
+            # a fatal INVALID_TXN_STATE).
+            producer.flush(conn.timeout * 3)
             producer.abort_transaction(conn.timeout * 3)
         else:
             producer.commit_transaction(conn.timeout * 3)
