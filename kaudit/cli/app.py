@@ -28,7 +28,7 @@ app = typer.Typer(
 app.add_typer(lab.app, name="lab")
 app.command("check")(check.check)
 app.command("cluster")(cluster.cluster)
-app.command("probe")(probe.probe)
+app.add_typer(probe.app, name="probe")
 app.command("snapshot")(snapshot.snapshot)
 
 

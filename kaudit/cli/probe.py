@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
@@ -47,7 +49,12 @@ def _producer_properties(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+app = typer.Typer(rich_markup_mode=None)
+
+
+@app.callback(invoke_without_command=True)
 def probe(
+    ctx: typer.Context,
     topic: Annotated[str | None, typer.Option(
         metavar="NAME", rich_help_panel=TOPIC,
         help="Topic to probe [default: a new kaudit-probe-<run id>, deleted afterwards].")
@@ -133,8 +140,13 @@ def probe(
     property: options.Property = None,
     context: options.Context = None,
     timeout: options.Timeout = None,
-) -> int:
-    """Produce sequenced messages, read them back, and account for every one."""
+) -> None:
+    """Produce sequenced messages, read them back, and account for every one.
+
+    Run `kaudit probe matrix` to compare settings side by side.
+    """
+    if ctx.invoked_subcommand is not None:
+        return  # `kaudit probe matrix ...`: the subcommand runs instead
     from kaudit.probe.faults import parse_fault, parse_fault_at
     from kaudit.probe.report import probe_document, probe_table
     from kaudit.probe.runner import ProbeSettings, run_probe
@@ -159,8 +171,18 @@ def probe(
         lab_state_dir=lab_state_dir, e2e_latency=e2e_latency,
         producer_properties=_producer_properties(producer_property))
     conn = options.connection(bootstrap_server, command_config, property, context, timeout)
+    with _graceful_interrupt() as interrupted:
+        report = run_probe(conn, settings, interrupted)
+    fmt = default_format(format)
+    emit(probe_document(report) if fmt is OutputFormat.json else probe_table(report), output)
+    if report.interrupted:
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
+    raise typer.Exit(int(ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS))
 
-    # Ctrl-C stops producing; what was sent is still verified and reported.
+
+@contextmanager
+def _graceful_interrupt() -> Iterator[threading.Event]:
+    """The first Ctrl-C stops producing (what was sent is still verified); a second aborts."""
     interrupted = threading.Event()
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
@@ -172,11 +194,72 @@ def probe(
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        report = run_probe(conn, settings, interrupted)
+        yield interrupted
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@app.command()
+def matrix(
+    acks: Annotated[str, typer.Option(metavar="LIST", help="acks values, e.g. 0,1,all.")
+                    ] = "1,all",
+    idempotence: Annotated[str, typer.Option(
+        metavar="LIST", help="on,off (idempotent cells need acks=all).")] = "off,on",
+    min_insync_replicas: Annotated[str, typer.Option(
+        metavar="LIST", help="min.insync.replicas values, e.g. 1,2.")] = "2",
+    unclean_leader_election: Annotated[str, typer.Option(
+        metavar="LIST", help="off,on.")] = "off",
+    fault: Annotated[str, typer.Option(
+        metavar="LIST", help="Faults to run each configuration under (none for no fault); "
+                             "pause faults run with request.timeout.ms=1000.")
+    ] = "kill-leader,pause-follower",
+    trials: Annotated[int, typer.Option(min=1, help="Runs per configuration.")] = 1,
+    count: Annotated[int, typer.Option(min=1, help="Messages per run.")] = 50_000,
+    rate: Annotated[float | None, typer.Option(
+        min=1.0, help="Messages per second [default: as fast as possible].")] = None,
+    partitions: Annotated[int, typer.Option(min=1, help="Partitions per probe topic.")] = 1,
+    replication_factor: Annotated[int, typer.Option(min=1, help="Replication factor.")] = 3,
+    message_size: Annotated[int, typer.Option(min=40, help="Bytes per message value.")] = 100,
+    fault_at: Annotated[str, typer.Option(metavar="PCT%|SECONDS",
+                                          help="When to inject each fault.")] = "30%",
+    fault_duration: Annotated[float, typer.Option(
+        min=0.0, metavar="SECONDS", help="How long before each fault is healed.")] = 6.0,
+    producer_property: Annotated[list[str] | None, typer.Option(
+        metavar="KEY=VALUE", help="Producer-only librdkafka property; repeatable.")] = None,
+    lab_state_dir: Annotated[Path | None, typer.Option(
+        metavar="DIR", help="State directory of the lab whose brokers faults signal.")
+    ] = None,
+    format: options.Format = None,
+    output: options.Output = None,
+    bootstrap_server: options.BootstrapServer = None,
+    command_config: options.CommandConfig = None,
+    property: options.Property = None,
+    context: options.Context = None,
+    timeout: options.Timeout = None,
+) -> None:
+    """Run the probe over a grid of settings and print one verdict table."""
+    from kaudit.probe.faults import parse_fault_at
+    from kaudit.probe.matrix import build_grid, parse_list, run_matrix
+    from kaudit.probe.matrix_report import matrix_json, matrix_table
+    from kaudit.probe.runner import ProbeSettings
+
+    cells = build_grid(
+        parse_list(acks, "--acks", ("0", "1", "all")),
+        parse_list(idempotence, "--idempotence", ("on", "off")),
+        [int(v) for v in parse_list(min_insync_replicas, "--min-insync-replicas",
+                                    [str(n) for n in range(1, 10)])],
+        parse_list(unclean_leader_election, "--unclean-leader-election", ("on", "off")),
+        [f.strip() for f in fault.split(",") if f.strip()] or ["none"])
+    base = ProbeSettings(count=count, rate=rate, partitions=partitions,
+                         replication_factor=replication_factor, message_size=message_size,
+                         fault_at=parse_fault_at(fault_at), fault_duration=fault_duration,
+                         lab_state_dir=lab_state_dir, e2e_latency=False,
+                         producer_properties=_producer_properties(producer_property))
+    conn = options.connection(bootstrap_server, command_config, property, context, timeout)
+    with _graceful_interrupt() as interrupted:
+        rows = run_matrix(conn, base, cells, trials, interrupted,
+                          lambda line: print(f"kaudit probe matrix: {line}", file=sys.stderr))
     fmt = default_format(format)
-    emit(probe_document(report) if fmt is OutputFormat.json else probe_table(report), output)
-    if report.interrupted:
-        return int(ExitCode.INTERRUPTED)
-    return int(ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS)
+    emit(matrix_json(rows) if fmt is OutputFormat.json else matrix_table(rows), output)
+    if interrupted.is_set():
+        raise typer.Exit(int(ExitCode.INTERRUPTED))

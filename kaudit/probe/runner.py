@@ -262,15 +262,36 @@ def _roles(session: AdminSession, topic: str) -> tuple[int, list[int]]:
     return part.leader, [b for b in part.isrs if b != part.leader]
 
 
+def _high_watermark(consumer: Any, topic: str, partition: int,
+                    conn: ConnectionSettings) -> int:
+    """A partition's high watermark, waiting out a consumer that has not yet seen a
+    topic created a moment ago (its metadata says "unknown partition")."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    from kaudit.errors import ConnectionFailure
+
+    deadline = time.monotonic() + conn.timeout
+    while True:
+        try:
+            return int(consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                      timeout=conn.timeout)[1])
+        except KafkaException as exc:
+            err = exc.args[0]
+            transient = err.code() in (KafkaError._UNKNOWN_PARTITION,
+                                       KafkaError._UNKNOWN_TOPIC) or err.retriable()
+            if not transient or time.monotonic() >= deadline:
+                raise ConnectionFailure(f"cannot read the offsets of {topic} [{partition}]: "
+                                        f"{err.str()}") from None
+            time.sleep(0.2)
+
+
 def _high_watermarks(conn: ConnectionSettings, topic: str,
                      partitions: list[int]) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer
 
     consumer = Consumer(client_config(conn, None, **{"group.id": "kaudit-probe-offsets"}))
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                  timeout=conn.timeout)[1]
-                for p in partitions}
+        return {p: _high_watermark(consumer, topic, p, conn) for p in partitions}
     finally:
         consumer.close()
 
@@ -461,8 +482,7 @@ def _read_back(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
     try:
         ends = {}
         for p in partitions:
-            high = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                  timeout=conn.timeout)[1]
+            high = _high_watermark(consumer, topic, p, conn)
             ends[p] = max(high, ledger.last_acked_offset(p) + 1)
         pending = {p for p in partitions if ends[p] > start_offsets[p]}
         consumer.assign([TopicPartition(topic, p, start_offsets[p]) for p in pending])

@@ -1,0 +1,53 @@
+"""Render a probe matrix: one verdict table, and ``kaudit.probe-matrix/v1`` JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabulate import tabulate
+
+from kaudit.probe.matrix import MatrixRow
+from kaudit.report.output import to_json
+
+SCHEMA = "kaudit.probe-matrix/v1"
+_COUNTS = ("sent", "acked", "failed", "indeterminate", "lost", "duplicated", "reordered",
+           "aborted_visible", "inconsistent_offsets")
+
+
+def matrix_record(rows: list[MatrixRow]) -> dict[str, Any]:
+    """Rows with settings, per-trial counts and totals."""
+    return {
+        "schema": SCHEMA,
+        "rows": [{
+            "acks": r.cell.acks,
+            "idempotence": r.cell.idempotence,
+            "min_insync_replicas": r.cell.min_insync_replicas,
+            "unclean_leader_election": r.cell.unclean_leader_election,
+            "fault": r.cell.fault.label() if r.cell.fault else None,
+            "trials": len(r.reports),
+            **{name: r.total(name) for name in _COUNTS},
+            "unavailable_seconds": r.unavailable_seconds,
+            "runs": [{"run_id": rep.run_id, "topic": rep.topic,
+                      **{name: int(getattr(rep.verification, name)) for name in _COUNTS},
+                      "send_errors": rep.send_errors, "verdict": rep.verdict}
+                     for rep in r.reports],
+        } for r in rows],
+    }
+
+
+def matrix_json(rows: list[MatrixRow]) -> str:
+    """The JSON document."""
+    return to_json(matrix_record(rows))
+
+
+def matrix_table(rows: list[MatrixRow]) -> str:
+    """One line per configuration: what was lost, duplicated, reordered, unavailable."""
+    table = [(r.cell.acks, "on" if r.cell.idempotence else "off", r.cell.min_insync_replicas,
+              "on" if r.cell.unclean_leader_election else "off",
+              r.cell.fault.label() if r.cell.fault else "none", len(r.reports),
+              r.total("sent"), r.total("acked"), r.total("lost"), r.total("duplicated"),
+              r.total("reordered"), r.unavailable_seconds)
+             for r in rows]
+    return tabulate(table, headers=["acks", "idempotence", "min.isr", "unclean", "fault",
+                                    "trials", "sent", "acked", "lost", "duplicated",
+                                    "reordered", "unavailable s"]) + "\n"
