@@ -80,6 +80,15 @@ def lab() -> Iterator[Lab]:
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[object]:
+    """A private PostgreSQL server for the JDBC sink tests."""
+    from tests.pg import running_postgres
+
+    with running_postgres() as server:
+        yield server
+
+
 @pytest.fixture(autouse=True)
 def _forget_secrets() -> Iterator[None]:
     """Each test starts with no remembered secrets."""

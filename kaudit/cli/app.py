@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from kaudit import __version__
-from kaudit.cli import check, cluster, lab, probe, snapshot
+from kaudit.cli import check, cluster, lab, probe, reconcile, snapshot
 from kaudit.cli.clicompat import ClickException
 from kaudit.connect.redact import redact
 from kaudit.errors import ExitCode, KauditError
@@ -29,6 +29,7 @@ app.add_typer(lab.app, name="lab")
 app.command("check")(check.check)
 app.command("cluster")(cluster.cluster)
 app.add_typer(probe.app, name="probe")
+app.command("reconcile")(reconcile.reconcile)
 app.command("snapshot")(snapshot.snapshot)
 
 

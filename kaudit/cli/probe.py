@@ -130,6 +130,9 @@ def probe(
              "[default: fail on loss only].")] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the probe topic afterwards.")
                     ] = False,
+    plot: Annotated[str | None, typer.Option(
+        metavar="FILE.png", help="Draw the run's timeline (needs the plot extra: "
+                                 "pip install 'kaudit[plot]').")] = None,
     e2e_latency: Annotated[bool, typer.Option(
         "--e2e-latency/--no-e2e-latency",
         help="Read the topic while writing it, to measure end-to-end latency.")] = True,
@@ -170,11 +173,21 @@ def probe(
         fault_duration=fault_duration, expect=expect.value if expect else None, keep=keep,
         lab_state_dir=lab_state_dir, e2e_latency=e2e_latency,
         producer_properties=_producer_properties(producer_property))
+    if plot:
+        from kaudit.probe.plot import check_plot_target
+
+        check_plot_target(plot)  # before the run: never fail after minutes of probing
     conn = options.connection(bootstrap_server, command_config, property, context, timeout)
     with _graceful_interrupt() as interrupted:
         report = run_probe(conn, settings, interrupted)
     fmt = default_format(format)
     emit(probe_document(report) if fmt is OutputFormat.json else probe_table(report), output)
+    if plot:
+        from kaudit.probe.plot import plot_timeline
+        from kaudit.probe.report import probe_record
+
+        plot_timeline(probe_record(report), plot)
+        print(f"kaudit probe: timeline drawn to {plot}", file=sys.stderr)
     if report.interrupted:
         raise typer.Exit(int(ExitCode.INTERRUPTED))
     raise typer.Exit(int(ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS))

@@ -49,6 +49,10 @@ def probe_record(report: ProbeReport) -> dict[str, Any]:
             "verified_per_second": round(v.sent / max(report.total_seconds, 1e-9), 1),
         },
         "availability": report.timeline.summary(),
+        "timeline": [{"second": x.second, "sent": x.sent, "acked": x.acked,
+                      "failed": x.failed, "indeterminate": x.indeterminate,
+                      "ack_latency_max_ms": x.ack_latency_max_ms, "state": x.state}
+                     for x in report.timeline.seconds()],
         "partitions": [p.to_dict() for p in v.partitions],
         "events": [{"at_s": e.at_s, "kind": e.kind, "detail": e.detail,
                     "partition": e.partition} for e in report.events],

@@ -1,0 +1,140 @@
+"""``kaudit reconcile``: compare a topic with the sink table it feeds, record by record."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from kaudit.cli import options
+from kaudit.errors import ExitCode, InputError
+from kaudit.report.output import OutputFormat, default_format, emit
+
+SINK = "Sink"
+MATCH = "Matching"
+
+
+class ValueFormat(StrEnum):
+    """How message values are decoded."""
+
+    json = "json"
+    string = "string"
+    bytes = "bytes"
+
+
+class Mode(StrEnum):
+    """How topic records and sink rows correspond."""
+
+    append = "append"
+    upsert = "upsert"
+    coordinates = "coordinates"
+
+
+class Precision(StrEnum):
+    """Timestamp precision for comparisons."""
+
+    us = "us"
+    ms = "ms"
+    s = "s"
+
+
+def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"{option} {item.split('=')[0]!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def reconcile(
+    topic: Annotated[str, typer.Option(metavar="NAME", help="Topic to read.")],
+    sink: Annotated[str, typer.Option(
+        metavar="URI", rich_help_panel=SINK,
+        help="jdbc:postgresql://HOST:PORT/DB?table=T, parquet:PATH, csv:PATH, json:PATH, "
+             "delta:PATH or table:DB.T; only ever read.")],
+    key: Annotated[str, typer.Option(
+        metavar="FIELD[,FIELD]|@key", rich_help_panel=MATCH,
+        help="Record key: value field(s), dotted for nested, commas for composite; "
+             "@key for the Kafka message key.")] = "@key",
+    value_format: Annotated[ValueFormat, typer.Option(
+        case_sensitive=False, help="How values are decoded (bytes are compared by hash).")
+    ] = ValueFormat.json,
+    schema: Annotated[str | None, typer.Option(
+        metavar="DDL", help="JSON value schema, e.g. 'id BIGINT, amount DOUBLE' "
+                            "[default: inferred from a sample].")] = None,
+    mode: Annotated[Mode, typer.Option(
+        case_sensitive=False, rich_help_panel=MATCH,
+        help="append: multisets of keys; upsert: latest record per key; coordinates: the "
+             "sink stores partition/offset.")] = Mode.append,
+    compare: Annotated[str | None, typer.Option(
+        metavar="FIELD[,FIELD]", rich_help_panel=MATCH,
+        help="Payload fields compared with sink columns of the same name (or --map).")
+    ] = None,
+    map: Annotated[list[str] | None, typer.Option(
+        "--map", metavar="FIELD=COLUMN", rich_help_panel=MATCH,
+        help="Map a topic field (or @key, partition, offset, topic) to a sink column; "
+             "repeatable [default: same name, dots as underscores].")] = None,
+    from_: Annotated[str, typer.Option(
+        "--from", metavar="earliest|TIME|JSON",
+        help='Start of the range: earliest, a time (ISO-8601 or epoch ms) or {"0": 42}.')
+    ] = "earliest",
+    to: Annotated[str, typer.Option(
+        metavar="latest|TIME|JSON", help="End of the range (exclusive), pinned at the start.")
+    ] = "latest",
+    read_committed: Annotated[bool, typer.Option(
+        "--read-committed/--read-uncommitted",
+        help="Leave out aborted records and open transactions.")] = True,
+    tolerance: Annotated[float, typer.Option(
+        min=0.0, rich_help_panel=MATCH, help="Numeric difference still counted as equal.")
+    ] = 0.0,
+    timestamp_precision: Annotated[Precision, typer.Option(
+        case_sensitive=False, rich_help_panel=MATCH,
+        help="Truncate timestamps to this before comparing.")] = Precision.us,
+    grace: Annotated[float, typer.Option(
+        min=0.0, metavar="SECONDS", rich_help_panel=MATCH,
+        help="Records newer than this are never 'missing': the sink may still catch up.")
+    ] = 0.0,
+    sink_option: Annotated[list[str] | None, typer.Option(
+        metavar="KEY=VALUE", rich_help_panel=SINK,
+        help="Sink reader option (JDBC: user, password-file, driver); repeatable.")] = None,
+    output_dir: Annotated[str | None, typer.Option(
+        metavar="DIR", help="Write the full discrepancy set here as Parquet.")] = None,
+    csv: Annotated[bool, typer.Option("--csv", help="Also write it as CSV.")] = False,
+    master: Annotated[str, typer.Option(
+        metavar="URL", help="Spark master, e.g. spark://host:7077.")] = "local[*]",
+    jars: Annotated[str | None, typer.Option(
+        metavar="JAR[,JAR]", help="Use these jars (Kafka connector, JDBC driver) instead "
+                                  "of resolving them with mvn.")] = None,
+    samples: Annotated[int, typer.Option(min=0, help="Samples shown per class.")] = 5,
+    format: options.Format = None,
+    output: options.Output = None,
+    bootstrap_server: options.BootstrapServer = None,
+    command_config: options.CommandConfig = None,
+    property: options.Property = None,
+    context: options.Context = None,
+    timeout: options.Timeout = None,
+) -> None:
+    """Compare a topic with its sink: missing, extra, duplicated and changed records."""
+    from kaudit.reconcile.job import ReconcileRequest, run_reconcile
+    from kaudit.reconcile.report import reconcile_json, reconcile_table
+
+    request = ReconcileRequest(
+        topic=topic, sink_uri=sink, key=key, value_format=value_format.value, schema=schema,
+        mode=mode.value,
+        compare=tuple(c.strip() for c in (compare or "").split(",") if c.strip()),
+        column_map=_pairs(map, "--map"), start=from_, end=to, read_committed=read_committed,
+        numeric_tolerance=tolerance, timestamp_precision=timestamp_precision.value,
+        grace_seconds=grace, sink_options=_pairs(sink_option, "--sink-option"),
+        output_dir=output_dir, csv=csv, master=master,
+        jars=[j for j in jars.split(",") if j] if jars else None, samples=samples)
+    conn = options.connection(bootstrap_server, command_config, property, context, timeout)
+    if sys.stderr.isatty():
+        print("kaudit reconcile: reading both sides with Spark...", file=sys.stderr)
+    result = run_reconcile(conn, request)
+    fmt = default_format(format)
+    emit(reconcile_json(result) if fmt is OutputFormat.json else reconcile_table(result), output)
+    raise typer.Exit(int(ExitCode.OK if result.verdict == "pass" else ExitCode.FINDINGS))

@@ -1,0 +1,108 @@
+"""Java and Maven: find a Java runtime, and resolve JVM jars into a per-user cache.
+
+The lab (Kafka's jars) and reconcile (Spark's Kafka connector, JDBC drivers)
+both get their jars this way: `mvn dependency:copy-dependencies` into a
+staging folder that is renamed into place only when Maven succeeds, so a
+second run needs no network and a failed download leaves nothing half-done.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from kaudit.errors import RuntimeUnavailable
+
+MAVEN_TIMEOUT_S = 900
+
+Artifact = tuple[str, str, str]
+"""(groupId, artifactId, version)"""
+
+
+def cache_dir() -> Path:
+    """Per-user cache for resolved jars (``KAUDIT_CACHE_DIR`` overrides)."""
+    env = os.environ.get("KAUDIT_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kaudit"
+
+
+def find_java() -> str:
+    """The ``java`` to use (``JAVA_HOME`` first), checked to be version 17 or newer."""
+    java_home = os.environ.get("JAVA_HOME")
+    candidate = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not candidate or not Path(candidate).exists():
+        raise RuntimeUnavailable("Java not found: install a Java 17+ runtime "
+                                 "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME")
+    try:
+        out = subprocess.run([candidate, "-version"], capture_output=True, text=True,
+                             timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeUnavailable(f"cannot run {candidate}: {exc}") from None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not m:
+        raise RuntimeUnavailable(f"cannot tell the version of {candidate}")
+    major = int(m.group(1)) if m.group(1) != "1" else int(m.group(2) or 0)
+    if major < 17:
+        raise RuntimeUnavailable(f"{candidate} is Java {major}; kaudit needs Java 17 or newer")
+    return candidate
+
+
+def _pom(name: str, artifacts: Sequence[Artifact]) -> str:
+    body = "\n".join(
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
+        f"<version>{v}</version></dependency>" for g, a, v in artifacts)
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kaudit.cache</groupId>
+  <artifactId>{name}</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+{body}
+  </dependencies>
+</project>
+"""
+
+
+def resolve_jars(name: str, artifacts: Sequence[Artifact], *, what: str,
+                 marker: str, progress: bool = False) -> Path:
+    """Resolve ``artifacts`` and their runtime dependencies into ``cache/name/libs``.
+
+    ``marker`` is a glob that must match once the folder is complete (e.g. the
+    main artifact's jar); ``what`` names the jars in error messages.
+    """
+    root = cache_dir() / name
+    libs = root / "libs"
+    if any(libs.glob(marker)):
+        return libs
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise RuntimeUnavailable(f"Maven (mvn) not found, needed to fetch {what}: install it "
+                                 "(apt-get install maven) or give the jars yourself")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pom.xml").write_text(_pom(name.replace("/", "-"), artifacts), encoding="utf-8")
+    staging = root / "libs.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    cmd = [mvn, "-B", "-f", str(root / "pom.xml"), "dependency:copy-dependencies",
+           f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
+    if not progress:
+        cmd.insert(1, "-q")
+    try:
+        proc = subprocess.run(cmd, capture_output=not progress, text=True,
+                              timeout=MAVEN_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise RuntimeUnavailable(f"mvn did not resolve {what} within "
+                                 f"{MAVEN_TIMEOUT_S}s") from None
+    if proc.returncode != 0:
+        lines = [ln for ln in (proc.stdout or "").splitlines() if "[ERROR]" in ln]
+        detail = lines[0].replace("[ERROR]", "").strip() if lines else f"exit {proc.returncode}"
+        raise RuntimeUnavailable(f"mvn could not resolve {what}: {detail[:300]}")
+    shutil.rmtree(libs, ignore_errors=True)
+    staging.rename(libs)
+    return libs

@@ -1,0 +1,714 @@
+"""The comparison plan of ``kaudit reconcile``: topic records against sink rows.
+
+Input frames (built by the source and sink readers):
+
+- topic: ``partition`` int, ``offset`` long, ``key`` string (display form of the business
+  key, composite keys joined with ``|``), ``key_hash`` long (:func:`key_hash_column` of the
+  key), ``tombstone`` boolean (null value in Kafka; null counts as false), ``timestamp``
+  (Kafka record time), one column per compared field, ``payload_hash`` long
+  (:func:`payload_hash_column` of the compared fields).
+- sink: ``key``, ``key_hash``, the compared columns (already renamed to the topic-side
+  names), ``payload_hash``; in ``coordinates`` mode also ``partition`` and ``offset`` (the
+  Kafka coordinates the sink stored). The sink frame should hold only rows the topic range
+  can account for (in coordinates mode: offsets inside the pinned range, or below its start
+  when the range was cut by retention); rows outside it are reported as extra.
+
+Both sides must hash with the same helpers: :func:`key_hash_column` (xxhash64 of the key
+string; a null key hashes to 42, the seed) and :func:`payload_hash_column` (xxhash64 over
+every compared field's null flag and string form: two payloads hash alike when each field is
+null on both sides or has the same string form on both sides).
+
+What each class means
+=====================
+
+Every discrepancy is one row of :attr:`Comparison.discrepancies` with the columns ``class``,
+``key``, ``key_hash``, ``partition`` and ``offset`` (the topic record concerned, where one is
+known), ``topic_count`` and ``sink_count`` (how many topic records and sink rows the key, or
+the coordinates, has), and for ``mismatched`` rows ``column``, ``topic_value`` and
+``sink_value`` (as strings). Nothing is paired off silently: a duplicate is a result, and
+every missing record is named with its partition and offset.
+
+``--mode append`` (both sides are multisets of keys; tombstones are not records to append
+and are ignored on the topic side). Per key, t = topic records, s = sink rows:
+
+``missing_in_sink``
+    one row per topic record that has no sink row. When s = 0 every record of the key is
+    missing. When 0 < s < t, the sink holds s of the key's t records and the t - s records
+    with the HIGHEST offsets (ordered by offset, then partition) are the ones reported
+    missing: kaudit cannot tell which copy a sink row came from, so it assumes the sink
+    kept the oldest ones.
+``extra_in_sink``
+    t = 0 and s > 0: one row per key, with sink_count = s (no partition/offset).
+``duplicated_in_sink``
+    s > t > 0: one row per key, with both counts (partition/offset = the key's latest topic
+    record).
+``duplicated_in_topic``
+    t > 1: one row per key, informational: the topic itself carries the key several times
+    (producer retries without idempotence, replays). Reported together with whatever else
+    applies to the key.
+``mismatched``
+    t > 0 and s > 0, and NO sink row of the key has a payload hash equal to ANY of its topic
+    records' (when one copy arrived intact, the counts above tell the rest). The topic record
+    compared is the latest one that is not reported missing (the min(s, t)-th by offset:
+    the latest record when s >= t); the sink row compared is the key's row with the smallest
+    payload hash (an arbitrary but repeatable choice). One row per compared column whose
+    values differ (rules below); none when they all compare equal (hashes can differ when
+    only the types, the precision or tolerable amounts differ).
+
+``--mode upsert`` (per key, the latest topic record, highest offset with partition as the
+tiebreak, is the truth):
+
+``missing_in_sink``
+    the latest record is a value (not a tombstone) and the sink has no row for the key; the
+    row carries that record's partition/offset.
+``extra_in_sink``
+    the latest record is a tombstone and the sink still has the key (topic_value
+    ``tombstoned``, with the tombstone's partition/offset), or the sink has a key the topic
+    range does not have at all (no partition/offset). Either way one row per key with
+    sink_count; such a key is not also reported as duplicated.
+``duplicated_in_sink``
+    the key should be there (latest record is a value) and the sink has it more than once.
+``duplicated_in_topic``
+    always 0: keys repeat in an upsert topic by design.
+``mismatched``
+    the latest record against the sink row, per compared column, unless one of the key's
+    sink rows has the latest record's payload hash; the row compared is the one with the
+    smallest payload hash.
+
+In upsert mode topic_count is the number of topic records the key has (tombstones included).
+
+``--mode coordinates`` (the sink stores the Kafka partition and offset of each record, as
+Kafka Connect's sinks do; an exact per-record trace, joined on partition and offset):
+
+``missing_in_sink``
+    a topic record (not a tombstone) with no sink row at its coordinates.
+``extra_in_sink``
+    sink rows at coordinates the topic frame does not have (one row per coordinates, with
+    sink_count), or at the coordinates of a tombstone (topic_value ``tombstoned``).
+``duplicated_in_sink``
+    several sink rows at the coordinates of one topic record.
+``duplicated_in_topic``
+    always 0.
+``mismatched``
+    the record against the sink row at its coordinates, per compared column, as in upsert
+    mode; and, in this mode only, the key itself (``column`` = ``key``) when the sink row
+    stores another key than the record's (null-safe).
+
+Every mode:
+
+``pending``
+    a record that would be ``missing_in_sink`` but whose Kafka timestamp is after
+    ``grace_cutoff`` (now minus ``--grace``): the sink may still be catching up. Only missing
+    records become pending; an old version still in an upsert sink stays ``mismatched``.
+``unverifiable``
+    with ``source_truncated`` (the range lost records to retention): instead of
+    ``extra_in_sink``, a sink key that has no topic record at all (append, upsert), or a sink
+    row whose offset is below the smallest offset the topic frame has in that partition, or
+    in a partition the topic frame has no record of (coordinates). The record it came from
+    may simply be gone from the log. Duplicates (s > t > 0) are still reported as such.
+
+Comparing a column (mismatched), null-safe: null and null are equal, null and a value
+differ. Numbers (any numeric types, both sides) are equal when ``a == b`` or, with a
+``numeric_tolerance`` above 0, when ``|a - b| <= tolerance`` (computed in double). Timestamps
+and dates are truncated on both sides to ``timestamp_precision`` (``us`` keeps them as they
+are; ``ms``, ``s``) before comparing. When one side is a string and the other a number,
+timestamp, date or boolean, the string is converted (``try_cast``) and a string that does
+not convert differs. Other types are compared natively when they are alike, by their string
+forms otherwise. Values are shown with their string forms, as they were before truncation.
+
+Scale
+=====
+
+One pass over each side: each side is grouped once (per ``key_hash`` and key in append and
+upsert mode, the sink per ``partition``/``offset`` in coordinates mode, where the topic is not
+grouped at all), then ONE full outer join whose inputs are already partitioned on the join
+keys (no further shuffle), then the discrepancy rows are generated from each joined row
+(explode) and persisted (memory and disk) when first used: :meth:`Comparison.counts` and
+:meth:`Comparison.counts_by_partition` come from one aggregation over them (computed once),
+:meth:`Comparison.samples` reads a few rows per class from the persisted set. Nothing but
+counts and samples reaches the driver.
+
+The join is on ``key_hash`` AND the key string: two different keys with colliding hashes are
+never paired (they are simply two keys).
+
+Memory per key: append mode keeps, per key, the list of the key's topic records (offset,
+partition, timestamp, payload hash and compared values) so that missing records can be
+named and the compared record chosen: O(records per key), fine when keys are unique-ish as
+in append topics, heavy for a key with millions of records. Upsert mode keeps only the
+latest record per key (constant). The sink side keeps per key the count, the set of
+distinct payload hashes (bounded by the distinct payloads of the key) and one row. With
+``source_truncated`` in coordinates mode, the smallest offset per partition is a second,
+small aggregation over the topic frame (a second read of it unless the caller cached it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+Mode = Literal["append", "upsert", "coordinates"]
+
+#: Discrepancy classes, in report order; :meth:`Comparison.counts` has exactly these keys.
+CLASSES: tuple[str, ...] = (
+    "missing_in_sink",
+    "extra_in_sink",
+    "duplicated_in_sink",
+    "duplicated_in_topic",
+    "mismatched",
+    "unverifiable",
+    "pending",
+)
+
+#: The columns of :attr:`Comparison.discrepancies`, in order.
+DISCREPANCY_SCHEMA = T.StructType(
+    [
+        T.StructField("class", T.StringType(), False),
+        T.StructField("key", T.StringType(), True),
+        T.StructField("key_hash", T.LongType(), True),
+        T.StructField("partition", T.IntegerType(), True),
+        T.StructField("offset", T.LongType(), True),
+        T.StructField("topic_count", T.LongType(), True),
+        T.StructField("sink_count", T.LongType(), True),
+        T.StructField("column", T.StringType(), True),
+        T.StructField("topic_value", T.StringType(), True),
+        T.StructField("sink_value", T.StringType(), True),
+    ]
+)
+DISCREPANCY_COLUMNS: tuple[str, ...] = tuple(f.name for f in DISCREPANCY_SCHEMA.fields)
+
+#: Topic-frame columns that cannot also be compared payload fields (rename those fields).
+RESERVED_COLUMNS: frozenset[str] = frozenset(
+    {"partition", "offset", "key", "key_hash", "tombstone", "timestamp", "payload_hash"}
+)
+
+_TRUNC_UNIT = {"ms": "millisecond", "s": "second"}
+_TOMBSTONED = "tombstoned"
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """How to compare; see the module docstring for the meaning of each class."""
+
+    mode: Mode
+    compare: tuple[str, ...]
+    numeric_tolerance: float = 0.0
+    timestamp_precision: Literal["us", "ms", "s"] = "us"
+    grace_cutoff: datetime | None = None
+    source_truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The discrepancy set (lazy, persisted on first use) and its summaries.
+
+    :meth:`counts`, :meth:`counts_by_partition` and :meth:`samples` run Spark jobs; the
+    first of them computes the whole plan.
+    """
+
+    discrepancies: DataFrame
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def _partition_counts(self) -> list[tuple[int | None, str, int]]:
+        """(partition, class, rows) for every non-empty group: the one aggregation."""
+        if "partition_counts" not in self._memo:
+            rows = self.discrepancies.groupBy("partition", "class").count().collect()
+            self._memo["partition_counts"] = [
+                (row["partition"], row["class"], int(row["count"])) for row in rows
+            ]
+        result: list[tuple[int | None, str, int]] = self._memo["partition_counts"]
+        return result
+
+    def counts(self) -> dict[str, int]:
+        """Discrepancy rows per class (all of :data:`CLASSES`, zeros included)."""
+        totals = dict.fromkeys(CLASSES, 0)
+        for _, cls, n in self._partition_counts():
+            totals[cls] += n
+        return totals
+
+    def counts_by_partition(self) -> dict[int, dict[str, int]]:
+        """Discrepancy rows per topic partition and class (each inner dict has every class).
+
+        Rows with no known partition (``extra_in_sink`` and ``unverifiable`` for keys the topic
+        does not have, in append and upsert mode) are only in :meth:`counts`.
+        """
+        result: dict[int, dict[str, int]] = {}
+        for partition, cls, n in self._partition_counts():
+            if partition is None:
+                continue
+            result.setdefault(partition, dict.fromkeys(CLASSES, 0))[cls] += n
+        return dict(sorted(result.items()))
+
+    def samples(self, per_class: int = 5) -> dict[str, list[dict[str, Any]]]:
+        """Up to ``per_class`` discrepancy rows of each class, as dicts.
+
+        Repeatable: the first rows by partition, offset, key and column. Every class is a key;
+        a class with no discrepancies has an empty list.
+        """
+        result: dict[str, list[dict[str, Any]]] = {cls: [] for cls in CLASSES}
+        if per_class <= 0:
+            return result
+        order = [
+            F.col(c).asc_nulls_last() for c in ("partition", "offset", "key", "column")
+        ]
+        for cls, n in self.counts().items():
+            if n:
+                rows = (
+                    self.discrepancies.where(F.col("class") == cls)
+                    .orderBy(*order)
+                    .limit(per_class)
+                    .collect()
+                )
+                result[cls] = [row.asDict() for row in rows]
+        return result
+
+    def unpersist(self) -> None:
+        """Drop the persisted discrepancy set (after the report is written)."""
+        self.discrepancies.unpersist()
+
+
+def key_hash_column(key_col: Column) -> Column:
+    """The 64-bit hash of the key string that both sides are joined on (xxhash64)."""
+    return F.xxhash64(key_col)
+
+
+def payload_hash_column(cols: Sequence[str]) -> Column:
+    """A null-safe 64-bit hash of the compared fields (a constant when there are none).
+
+    Each field contributes its null flag and its string form, so ``(null, 1)`` and
+    ``(1, null)`` hash differently, and an int and a long (or a string) with the same
+    digits hash alike.
+    """
+    parts: list[Column] = []
+    for name in cols:
+        col = F.col(name)
+        parts.extend([col.isNull(), col.cast("string")])
+    if not parts:
+        return F.lit(0).cast("long")
+    return F.xxhash64(*parts)
+
+
+def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Comparison:
+    """Build the comparison plan of ``topic`` against ``sink``.
+
+    Lazy: nothing runs until the :class:`Comparison` is asked for counts or samples (or the
+    discrepancies are written). Raises :class:`ValueError` on a frame without a required
+    column, a compared column with a reserved name, or an unknown mode.
+    """
+    _validate(topic, sink, options)
+    if options.mode == "append":
+        rows = _append_rows(topic, sink, options)
+    elif options.mode == "upsert":
+        rows = _upsert_rows(topic, sink, options)
+    else:
+        rows = _coordinates_rows(topic, sink, options)
+    # inline_outer + filter, not inline: with inline, Spark infers a size(_rows) > 0 filter
+    # and pushes it below the projection, computing every row's discrepancies twice.
+    discrepancies = (
+        rows.select(F.inline_outer(F.col("_rows")))
+        .where(F.col("class").isNotNull())
+        .select(*DISCREPANCY_COLUMNS)
+    )
+    return Comparison(discrepancies.persist(StorageLevel.MEMORY_AND_DISK))
+
+
+# --- validation -------------------------------------------------------------------------
+
+
+def _validate(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> None:
+    if options.mode not in ("append", "upsert", "coordinates"):
+        raise ValueError(f"unknown reconcile mode {options.mode!r}")
+    if options.timestamp_precision not in ("us", "ms", "s"):
+        raise ValueError(f"unknown timestamp precision {options.timestamp_precision!r}")
+    if options.numeric_tolerance < 0:
+        raise ValueError("the numeric tolerance cannot be negative")
+    reserved = sorted(set(options.compare) & RESERVED_COLUMNS)
+    if reserved:
+        raise ValueError(
+            f"compared column(s) {', '.join(reserved)} clash with kaudit's own topic columns; "
+            "map them to other names"
+        )
+    if len(set(options.compare)) != len(options.compare):
+        raise ValueError("a compared column is listed twice")
+    compared = list(options.compare)
+    need_topic = [
+        "partition", "offset", "key", "key_hash", "tombstone", "timestamp", "payload_hash",
+        *compared,
+    ]
+    need_sink = ["key", "key_hash", "payload_hash", *compared]
+    if options.mode == "coordinates":
+        need_sink += ["partition", "offset"]
+    for side, frame, needed in (("topic", topic, need_topic), ("sink", sink, need_sink)):
+        missing = [c for c in needed if c not in frame.columns]
+        if missing:
+            raise ValueError(f"the {side} frame has no column(s): {', '.join(missing)}")
+
+
+# --- building blocks --------------------------------------------------------------------
+
+_GROUP = ["key_hash", "_k", "_kn"]
+
+
+def _with_group_key(frame: DataFrame) -> DataFrame:
+    """Add the non-null join keys: the key (null as '') and whether it was null."""
+    return frame.withColumn("_k", F.coalesce(F.col("key"), F.lit(""))).withColumn(
+        "_kn", F.col("key").isNull()
+    )
+
+
+def _group_key_display() -> Column:
+    return F.when(F.col("_kn"), F.lit(None).cast("string")).otherwise(F.col("_k"))
+
+
+def _payload_fields(compared: Sequence[str]) -> list[Column]:
+    """The compared columns under positional struct field names (c0, c1, ...)."""
+    return [F.col(name).alias(f"c{i}") for i, name in enumerate(compared)]
+
+
+def _sink_agg(sink: DataFrame, group: list[str], compared: Sequence[str],
+              with_key: bool = False) -> DataFrame:
+    """Per group: rows, distinct payload hashes, and the row with the smallest hash."""
+    fields = _payload_fields(compared)
+    if with_key:
+        fields += [F.col("key").alias("key"), F.col("key_hash").alias("key_hash")]
+    row = F.struct(F.col("payload_hash").alias("ph"), *fields)
+    return sink.groupBy(*group).agg(
+        F.count(F.lit(1)).alias("s_n"),
+        F.collect_set("payload_hash").alias("s_hashes"),
+        F.min_by(row, F.col("payload_hash")).alias("s_row"),
+    )
+
+
+def _row(
+    cls: Column | str,
+    key: Column,
+    key_hash: Column,
+    partition: Column | None,
+    offset: Column | None,
+    topic_count: Column | int,
+    sink_count: Column | int,
+    column: Column | str | None = None,
+    topic_value: Column | str | None = None,
+    sink_value: Column | str | None = None,
+) -> Column:
+    """One discrepancy as a struct of :data:`DISCREPANCY_SCHEMA`."""
+    values: list[Column | str | int | None] = [
+        cls, key, key_hash, partition, offset, topic_count, sink_count, column, topic_value,
+        sink_value,
+    ]
+    parts = []
+    for value, spec in zip(values, DISCREPANCY_SCHEMA.fields, strict=True):
+        col = value if isinstance(value, Column) else F.lit(value)
+        parts.append(col.cast(spec.dataType).alias(spec.name))
+    return F.struct(*parts)
+
+
+def _present(*candidates: Column) -> Column:
+    """An array of the candidate rows that are not null (each is a when(cond, row))."""
+    return F.filter(F.array(*candidates), lambda r: r.isNotNull())
+
+
+def _missing_class(timestamp: Column, options: CompareOptions) -> Column:
+    if options.grace_cutoff is None:
+        return F.lit("missing_in_sink")
+    return F.when(timestamp > F.lit(options.grace_cutoff), F.lit("pending")).otherwise(
+        F.lit("missing_in_sink")
+    )
+
+
+def _unmatched_sink_class(options: CompareOptions,
+                          below_start: Column | None = None) -> Column:
+    if not options.source_truncated:
+        return F.lit("extra_in_sink")
+    if below_start is None:
+        return F.lit("unverifiable")
+    return F.when(below_start, F.lit("unverifiable")).otherwise(F.lit("extra_in_sink"))
+
+
+_NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
+            T.DecimalType)
+_TEMPORAL = (T.TimestampType, T.TimestampNTZType, T.DateType)
+_CASTABLE_FROM_STRING = (*_NUMERIC, *_TEMPORAL, T.BooleanType)
+
+
+def _values_equal(tv: Column, sv: Column, tt: T.DataType, st: T.DataType,
+                  options: CompareOptions) -> Column:
+    """Null-safe equality of one compared field, with tolerance and precision; never null."""
+    t_cmp, s_cmp, kind_t, kind_s = tv, sv, tt, st
+    if isinstance(st, T.StringType) and isinstance(tt, _CASTABLE_FROM_STRING):
+        s_cmp, kind_s = sv.try_cast(tt), tt
+    elif isinstance(tt, T.StringType) and isinstance(st, _CASTABLE_FROM_STRING):
+        t_cmp, kind_t = tv.try_cast(st), st
+    if isinstance(kind_t, _NUMERIC) and isinstance(kind_s, _NUMERIC):
+        equal = t_cmp == s_cmp
+        if options.numeric_tolerance > 0:
+            diff = F.abs(t_cmp.cast("double") - s_cmp.cast("double"))
+            equal = equal | (diff <= F.lit(float(options.numeric_tolerance)))
+    elif isinstance(kind_t, _TEMPORAL) and isinstance(kind_s, _TEMPORAL):
+        unit = _TRUNC_UNIT.get(options.timestamp_precision)
+        if unit is not None:
+            t_cmp, s_cmp = F.date_trunc(unit, t_cmp), F.date_trunc(unit, s_cmp)
+        equal = t_cmp == s_cmp
+    elif kind_t == kind_s and not isinstance(kind_t, T.MapType):
+        equal = t_cmp == s_cmp
+    else:
+        equal = t_cmp.cast("string") == s_cmp.cast("string")
+    return (
+        F.when(tv.isNull() & sv.isNull(), F.lit(True))
+        .when(tv.isNull() | sv.isNull(), F.lit(False))
+        .otherwise(F.coalesce(equal, F.lit(False)))
+    )
+
+
+def _mismatch_rows(
+    when: Column,
+    topic_rec: Column,
+    sink_rec: Column,
+    topic: DataFrame,
+    sink: DataFrame,
+    options: CompareOptions,
+    ident: Callable[[str, Column, Column], Column],
+) -> list[Column]:
+    """One candidate row per compared column: present when ``when`` and the values differ.
+
+    ``topic_rec`` / ``sink_rec`` are structs with the compared values as c0, c1, ...;
+    ``ident(column_name, topic_value, sink_value)`` builds the row.
+    """
+    out = []
+    for i, name in enumerate(options.compare):
+        tv, sv = topic_rec[f"c{i}"], sink_rec[f"c{i}"]
+        equal = _values_equal(tv, sv, topic.schema[name].dataType, sink.schema[name].dataType,
+                              options)
+        row = ident(name, tv.cast("string"), sv.cast("string"))
+        out.append(F.when(when & ~equal, row))
+    return out
+
+
+def _by_offset(left: Column, right: Column) -> Column:
+    """Comparator: ascending offset, then partition."""
+    return (
+        F.when(left["offset"] < right["offset"], F.lit(-1))
+        .when(left["offset"] > right["offset"], F.lit(1))
+        .when(left["partition"] < right["partition"], F.lit(-1))
+        .when(left["partition"] > right["partition"], F.lit(1))
+        .otherwise(F.lit(0))
+    )
+
+
+# --- append -----------------------------------------------------------------------------
+#
+# Each mode first selects, per joined row, the values used several times (sorted lists,
+# picked records, the "compare the columns" condition) as columns of their own, so that they
+# are computed once per key; then builds the array of discrepancy rows from them.
+
+
+def _append_rows(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> DataFrame:
+    compared = options.compare
+    rec = F.struct(
+        F.col("offset").cast("long").alias("offset"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("timestamp").alias("ts"),
+        F.col("payload_hash").alias("ph"),
+        *_payload_fields(compared),
+    )
+    live = _with_group_key(topic).where(~F.coalesce(F.col("tombstone"), F.lit(False)))
+    t_agg = live.groupBy(*_GROUP).agg(
+        F.count(F.lit(1)).alias("t_n"), F.collect_list(rec).alias("t_recs")
+    )
+    s_agg = _sink_agg(_with_group_key(sink), _GROUP, compared)
+    joined = t_agg.join(s_agg, on=_GROUP, how="full")
+
+    staged = (
+        joined.select(
+            F.col("key_hash"),
+            _group_key_display().alias("key"),
+            F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
+            F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
+            F.array_sort(F.coalesce(F.col("t_recs"), F.array()), _by_offset).alias("recs"),
+            F.col("s_hashes"),
+            F.col("s_row"),
+        )
+        .withColumn("latest", F.try_element_at(F.col("recs"), F.lit(-1)))
+        .withColumn("compared", F.when(
+            F.least("s_n", "t_n") > 0,  # element_at(_, 0) fails even as try_element_at
+            F.try_element_at(F.col("recs"), F.least("s_n", "t_n").cast("int"))))
+        .withColumn(
+            "check",
+            (F.col("t_n") > 0) & (F.col("s_n") > 0) & ~F.coalesce(
+                F.arrays_overlap(F.transform(F.col("recs"), lambda r: r["ph"]),
+                                 F.col("s_hashes")),
+                F.lit(False),
+            ),
+        )
+    )
+    t_n, s_n, recs = F.col("t_n"), F.col("s_n"), F.col("recs")
+    key, key_hash = F.col("key"), F.col("key_hash")
+    latest, compared_rec = F.col("latest"), F.col("compared")
+
+    missing = F.transform(
+        F.filter(recs, lambda _, i: i >= s_n),
+        lambda r: _row(_missing_class(r["ts"], options), key, key_hash, r["partition"],
+                       r["offset"], t_n, s_n),
+    )
+
+    def ident(name: str, tv: Column, sv: Column) -> Column:
+        return _row("mismatched", key, key_hash, compared_rec["partition"],
+                    compared_rec["offset"], t_n, s_n, name, tv, sv)
+
+    singles = _present(
+        F.when((t_n == 0) & (s_n > 0),
+               _row(_unmatched_sink_class(options), key, key_hash, None, None, t_n, s_n)),
+        F.when((s_n > t_n) & (t_n > 0),
+               _row("duplicated_in_sink", key, key_hash, latest["partition"],
+                    latest["offset"], t_n, s_n)),
+        F.when(t_n > 1,
+               _row("duplicated_in_topic", key, key_hash, latest["partition"],
+                    latest["offset"], t_n, s_n)),
+        *_mismatch_rows(F.col("check"), compared_rec, F.col("s_row"), topic, sink, options,
+                        ident),
+    )
+    return staged.select(F.concat(missing, singles).alias("_rows"))
+
+
+# --- upsert -----------------------------------------------------------------------------
+
+
+def _upsert_rows(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> DataFrame:
+    compared = options.compare
+    rec = F.struct(
+        F.col("offset").cast("long").alias("offset"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("timestamp").alias("ts"),
+        F.coalesce(F.col("tombstone"), F.lit(False)).alias("tomb"),
+        F.col("payload_hash").alias("ph"),
+        *_payload_fields(compared),
+    )
+    t_agg = _with_group_key(topic).groupBy(*_GROUP).agg(
+        F.count(F.lit(1)).alias("t_n"),
+        F.max_by(rec, F.struct(F.col("offset"), F.col("partition"))).alias("latest"),
+    )
+    s_agg = _sink_agg(_with_group_key(sink), _GROUP, compared)
+    joined = t_agg.join(s_agg, on=_GROUP, how="full")
+
+    latest = F.col("latest")
+    staged = joined.select(
+        F.col("key_hash"),
+        _group_key_display().alias("key"),
+        F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
+        F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
+        latest,
+        F.col("s_row"),
+        F.coalesce(F.exists(F.col("s_hashes"), lambda h: h == latest["ph"]),
+                   F.lit(False)).alias("sink_has_latest"),
+    ).withColumn(
+        "check",
+        latest.isNotNull() & ~latest["tomb"] & (F.col("s_n") > 0) & ~F.col("sink_has_latest"),
+    )
+    t_n, s_n = F.col("t_n"), F.col("s_n")
+    key, key_hash = F.col("key"), F.col("key_hash")
+    has_topic = latest.isNotNull()
+    value = has_topic & ~latest["tomb"]
+    tombstoned = has_topic & latest["tomb"]
+
+    def ident(name: str, tv: Column, sv: Column) -> Column:
+        return _row("mismatched", key, key_hash, latest["partition"], latest["offset"], t_n,
+                    s_n, name, tv, sv)
+
+    rows = _present(
+        F.when(value & (s_n == 0),
+               _row(_missing_class(latest["ts"], options), key, key_hash,
+                    latest["partition"], latest["offset"], t_n, s_n)),
+        F.when(tombstoned & (s_n > 0),
+               _row("extra_in_sink", key, key_hash, latest["partition"], latest["offset"],
+                    t_n, s_n, None, _TOMBSTONED)),
+        F.when(~has_topic & (s_n > 0),
+               _row(_unmatched_sink_class(options), key, key_hash, None, None, t_n, s_n)),
+        F.when(value & (s_n > 1),
+               _row("duplicated_in_sink", key, key_hash, latest["partition"],
+                    latest["offset"], t_n, s_n)),
+        *_mismatch_rows(F.col("check"), latest, F.col("s_row"), topic, sink, options, ident),
+    )
+    return staged.select(rows.alias("_rows"))
+
+
+# --- coordinates ------------------------------------------------------------------------
+
+
+def _coordinates_rows(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> DataFrame:
+    compared = options.compare
+    coords = ["partition", "offset"]
+    t_side = topic.select(
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset").cast("long").alias("offset"),
+        F.struct(
+            F.col("key").alias("key"),
+            F.col("key_hash").alias("key_hash"),
+            F.col("timestamp").alias("ts"),
+            F.coalesce(F.col("tombstone"), F.lit(False)).alias("tomb"),
+            F.col("payload_hash").alias("ph"),
+            *_payload_fields(compared),
+        ).alias("t"),
+    )
+    s_side = sink.withColumn("partition", F.col("partition").cast("int")).withColumn(
+        "offset", F.col("offset").cast("long")
+    )
+    s_agg = _sink_agg(s_side, coords, compared, with_key=True)
+    joined = t_side.join(s_agg, on=coords, how="full")
+
+    below_start: Column | None = None
+    if options.source_truncated:
+        starts = topic.groupBy(F.col("partition").cast("int").alias("partition")).agg(
+            F.min(F.col("offset").cast("long")).alias("_start")
+        )
+        joined = joined.join(F.broadcast(starts), on="partition", how="left")
+        below_start = F.col("_start").isNull() | (F.col("offset") < F.col("_start"))
+
+    t, s_row = F.col("t"), F.col("s_row")
+    has_topic = t.isNotNull()
+    staged = joined.select(
+        F.col("partition"),
+        F.col("offset"),
+        t,
+        s_row,
+        F.when(has_topic, F.lit(1)).otherwise(F.lit(0)).cast("long").alias("t_n"),
+        F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
+        F.when(has_topic, t["key"]).otherwise(s_row["key"]).alias("key"),
+        F.when(has_topic, t["key_hash"]).otherwise(s_row["key_hash"]).alias("key_hash"),
+        F.coalesce(F.exists(F.col("s_hashes"), lambda h: h == t["ph"]),
+                   F.lit(False)).alias("sink_has_it"),
+        (below_start if below_start is not None else F.lit(False)).alias("below_start"),
+    ).withColumn(
+        "check", has_topic & ~t["tomb"] & (F.col("s_n") > 0) & ~F.col("sink_has_it")
+    )
+    t_n, s_n = F.col("t_n"), F.col("s_n")
+    key, key_hash = F.col("key"), F.col("key_hash")
+    value = has_topic & ~t["tomb"]
+    tombstoned = has_topic & t["tomb"]
+    partition, offset = F.col("partition"), F.col("offset")
+
+    def ident(name: str, tv: Column, sv: Column) -> Column:
+        return _row("mismatched", key, key_hash, partition, offset, t_n, s_n, name, tv, sv)
+
+    rows = _present(
+        F.when(value & (s_n == 0),
+               _row(_missing_class(t["ts"], options), key, key_hash, partition, offset, t_n,
+                    s_n)),
+        F.when(tombstoned & (s_n > 0),
+               _row("extra_in_sink", key, key_hash, partition, offset, t_n, s_n, None,
+                    _TOMBSTONED)),
+        F.when(~has_topic & (s_n > 0),
+               _row(_unmatched_sink_class(options, F.col("below_start")), key, key_hash,
+                    partition, offset, t_n, s_n)),
+        F.when(value & (s_n > 1),
+               _row("duplicated_in_sink", key, key_hash, partition, offset, t_n, s_n)),
+        F.when(value & (s_n > 0) & ~t["key"].eqNullSafe(s_row["key"]),
+               ident("key", t["key"], s_row["key"])),
+        *_mismatch_rows(F.col("check"), t, s_row, topic, sink, options, ident),
+    )
+    return staged.select(rows.alias("_rows"))

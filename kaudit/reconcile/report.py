@@ -1,0 +1,66 @@
+"""Render a reconcile run: ``kaudit.reconcile/v1`` JSON and a terminal summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabulate import tabulate
+
+from kaudit.reconcile.job import ReconcileResult
+from kaudit.report.output import to_json
+
+SCHEMA = "kaudit.reconcile/v1"
+CLASSES = ("missing_in_sink", "extra_in_sink", "duplicated_in_sink", "duplicated_in_topic",
+           "mismatched", "unverifiable", "pending")
+
+
+def reconcile_record(result: ReconcileResult) -> dict[str, Any]:
+    """The one record form of a run."""
+    r = result.request
+    return {
+        "schema": SCHEMA,
+        "source": {
+            "topic": r.topic,
+            "offsets": {str(x.partition): [x.start, x.end] for x in result.ranges},
+            "log_start": {str(x.partition): x.log_start for x in result.ranges},
+            "isolation_level": "read_committed" if r.read_committed else "read_uncommitted",
+            "value_format": r.value_format,
+            "key": r.key,
+        },
+        "sink": {"uri": result.sink.describe(), "kind": result.sink.kind},
+        "mode": r.mode,
+        "compare": list(r.compare),
+        "counts": {"topic_records": result.topic_records, "sink_rows": result.sink_rows,
+                   **{c: int(result.counts.get(c, 0)) for c in CLASSES}},
+        "partitions": {str(p): counts for p, counts in sorted(result.by_partition.items())},
+        "samples": {c: rows for c, rows in result.samples.items() if rows},
+        "output_files": result.output_files,
+        "seconds": round(result.seconds, 3),
+        "verdict": result.verdict,
+        "repeat_with": {"--from": {str(x.partition): x.start for x in result.ranges},
+                        "--to": {str(x.partition): x.end for x in result.ranges}},
+    }
+
+
+def reconcile_json(result: ReconcileResult) -> str:
+    """The JSON document."""
+    return to_json(reconcile_record(result))
+
+
+def reconcile_table(result: ReconcileResult) -> str:
+    """Counts, then a few samples of each class with topic/partition/offset."""
+    rec = reconcile_record(result)
+    counts = rec["counts"]
+    lines = [f"kaudit reconcile: {rec['source']['topic']} -> {rec['sink']['uri']} "
+             f"({rec['mode']}, {rec['source']['isolation_level']})", "",
+             tabulate([(k, v) for k, v in counts.items()], headers=["class", "count"]), ""]
+    for cls, rows in rec["samples"].items():
+        shown = [(row.get("key"), row.get("partition"), row.get("offset"),
+                  row.get("column") or "", row.get("topic_value") or "",
+                  row.get("sink_value") or "") for row in rows]
+        lines += [f"{cls}:", tabulate(shown, headers=["key", "partition", "offset", "column",
+                                                      "topic value", "sink value"]), ""]
+    for path in rec["output_files"]:
+        lines.append(f"full discrepancy set: {path}")
+    lines.append(f"verdict: {rec['verdict']}")
+    return "\n".join(lines) + "\n"

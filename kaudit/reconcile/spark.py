@@ -1,0 +1,101 @@
+"""A quiet Spark session with the Kafka connector and JDBC drivers on its classpath.
+
+pyspark is imported here and only here (and in the comparison plan), so the
+other commands never pay for it. Spark's own console output is turned down to
+errors and routed to a log file, off the user's terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kaudit.errors import RuntimeUnavailable
+from kaudit.jvm import find_java, resolve_jars
+
+POSTGRES_JDBC = ("org.postgresql", "postgresql", "42.7.4")
+
+_LOG4J2 = """rootLogger.level = error
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d %p %c: %m%n
+"""
+
+
+def spark_version() -> str:
+    """The installed pyspark's version (the connector must match it exactly)."""
+    try:
+        import pyspark
+    except ImportError:
+        raise RuntimeUnavailable("pyspark is not installed (pip install pyspark)") from None
+    return str(pyspark.__version__)
+
+
+def connector_jars() -> list[str]:
+    """The Kafka source and PostgreSQL JDBC jars, resolved with mvn and cached.
+
+    Only jars that Spark does not already ship are returned: a second
+    scala-library or Hadoop client on the classpath would break Spark.
+    """
+    version = spark_version()
+    libs = resolve_jars(
+        f"spark/{version}",
+        [("org.apache.spark", "spark-sql-kafka-0-10_2.13", version), POSTGRES_JDBC],
+        what=f"Spark's Kafka connector {version}", marker="spark-sql-kafka-0-10_2.13-*.jar")
+    import pyspark
+
+    shipped = {_artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return sorted(str(j) for j in libs.glob("*.jar") if _artifact(j.name) not in shipped)
+
+
+def _artifact(jar_name: str) -> str:
+    """``kafka-clients-3.9.0.jar`` -> ``kafka-clients``."""
+    stem = jar_name.removesuffix(".jar")
+    parts = stem.split("-")
+    while parts and parts[-1][:1].isdigit():
+        parts.pop()
+    return "-".join(parts)
+
+
+def start_session(master: str, jars: list[str] | None, log_dir: str | None = None) -> Any:
+    """A SparkSession for one reconcile run."""
+    find_java()
+    jar_list = jars if jars is not None else connector_jars()
+    log_root = Path(log_dir or tempfile.mkdtemp(prefix="kaudit-spark-"))
+    log_root.mkdir(parents=True, exist_ok=True)
+    config = log_root / "log4j2.properties"
+    config.write_text(_LOG4J2.format(log=log_root / "spark.log"), encoding="utf-8")
+    java_opts = f"-Dlog4j2.configurationFile=file:{config}"
+    # The driver JVM is started by spark-submit: its options must be set before.
+    os.environ["PYSPARK_SUBMIT_ARGS"] = (
+        f'--driver-java-options "{java_opts}" pyspark-shell')
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    conf = (SparkConf().setAppName("kaudit-reconcile").setMaster(master)
+            .set("spark.jars", ",".join(jar_list))
+            .set("spark.ui.enabled", "false")
+            .set("spark.ui.showConsoleProgress", "false")
+            .set("spark.sql.session.timeZone", "UTC")
+            .set("spark.sql.shuffle.partitions", "8")
+            .set("spark.executor.extraJavaOptions", java_opts)
+            .set("spark.driver.memory", os.environ.get("KAUDIT_SPARK_DRIVER_MEMORY", "2g")))
+    log_file = open(log_root / "spark-driver.log", "ab")  # noqa: SIM115 - the JVM keeps it
+    try:
+        # Our own gateway, so the driver JVM's stdout/stderr (JVM warnings, Spark's
+        # banner) go to the log file instead of the user's terminal.
+        redirect = {"stdout": log_file, "stderr": log_file}
+        gateway = launch_gateway(conf=conf, popen_kwargs=redirect)  # type: ignore[no-untyped-call]
+        context = SparkContext(conf=conf, gateway=gateway)
+    except Exception as exc:  # Py4J / Java gateway errors carry long traces
+        raise RuntimeUnavailable(f"cannot start Spark ({master}): "
+                                 f"{str(exc).splitlines()[0][:300]} "
+                                 f"(log: {log_root / 'spark-driver.log'})") from None
+    context.setLogLevel("ERROR")
+    return SparkSession(context)
