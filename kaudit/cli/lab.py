@@ -10,6 +10,7 @@ import typer
 from tabulate import tabulate
 
 from kaudit.cli import options
+from kaudit.connect.settings import parse_key_values
 from kaudit.lab import manager
 from kaudit.lab.runtime import DEFAULT_KAFKA_VERSION, kafka_runtime
 from kaudit.lab.state import LabNode, LabState, NodeState, node_state
@@ -62,7 +63,7 @@ def up(
 ) -> None:
     """Start the lab (or restart a stopped one) and print its bootstrap servers."""
     directory = options.state_dir(state_dir)
-    extra = manager.parse_broker_config(broker_config or [])
+    extra = parse_key_values(broker_config or [], "--broker-config")
     state = manager.lab_up(
         directory,
         lambda: kafka_runtime(kafka_version, kafka_home),

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from kaudit.cli import options
+from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
 from kaudit.report.output import OutputFormat, default_format, emit
 
@@ -37,16 +38,6 @@ class Expect(StrEnum):
     at_most_once = "at-most-once"
     at_least_once = "at-least-once"
     exactly_once = "exactly-once"
-
-
-def _producer_properties(items: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--producer-property {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value
-    return out
 
 
 app = typer.Typer(rich_markup_mode=None)
@@ -172,7 +163,8 @@ def probe(
         count=count, duration=duration, faults=faults, fault_at=parse_fault_at(fault_at),
         fault_duration=fault_duration, expect=expect.value if expect else None, keep=keep,
         lab_state_dir=lab_state_dir, e2e_latency=e2e_latency,
-        producer_properties=_producer_properties(producer_property))
+        producer_properties=parse_key_values(producer_property or [],
+                                             "--producer-property"))
     if plot:
         from kaudit.probe.plot import check_plot_target
 
@@ -267,7 +259,8 @@ def matrix(
                          replication_factor=replication_factor, message_size=message_size,
                          fault_at=parse_fault_at(fault_at), fault_duration=fault_duration,
                          lab_state_dir=lab_state_dir, e2e_latency=False,
-                         producer_properties=_producer_properties(producer_property))
+                         producer_properties=parse_key_values(producer_property or [],
+                                             "--producer-property"))
     conn = options.connection(bootstrap_server, command_config, property, context, timeout)
     with _graceful_interrupt() as interrupted:
         rows = run_matrix(conn, base, cells, trials, interrupted,

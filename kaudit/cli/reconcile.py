@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from kaudit.cli import options
-from kaudit.errors import ExitCode, InputError
+from kaudit.connect.settings import parse_key_values
+from kaudit.errors import ExitCode
 from kaudit.report.output import OutputFormat, default_format, emit
 
 SINK = "Sink"
@@ -38,16 +39,6 @@ class Precision(StrEnum):
     us = "us"
     ms = "ms"
     s = "s"
-
-
-def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"{option} {item.split('=')[0]!r}: expected KEY=VALUE")
-        out[key.strip()] = value
-    return out
 
 
 def reconcile(
@@ -126,9 +117,10 @@ def reconcile(
         topic=topic, sink_uri=sink, key=key, value_format=value_format.value, schema=schema,
         mode=mode.value,
         compare=tuple(c.strip() for c in (compare or "").split(",") if c.strip()),
-        column_map=_pairs(map, "--map"), start=from_, end=to, read_committed=read_committed,
+        column_map=parse_key_values(map or [], "--map"), start=from_, end=to,
+        read_committed=read_committed,
         numeric_tolerance=tolerance, timestamp_precision=timestamp_precision.value,
-        grace_seconds=grace, sink_options=_pairs(sink_option, "--sink-option"),
+        grace_seconds=grace, sink_options=parse_key_values(sink_option or [], "--sink-option"),
         output_dir=output_dir, csv=csv, master=master,
         jars=[j for j in jars.split(",") if j] if jars else None, samples=samples)
     conn = options.connection(bootstrap_server, command_config, property, context, timeout)

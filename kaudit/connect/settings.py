@@ -52,22 +52,27 @@ class ConnectionSettings:
         return self.properties.get("security.protocol", "PLAINTEXT").upper()
 
 
-def parse_property_flags(items: Sequence[str]) -> dict[str, str]:
-    """Parse repeated ``-X KEY=VALUE`` flags."""
+def parse_key_values(items: Sequence[str], option: str) -> dict[str, str]:
+    """Parse repeated ``KEY=VALUE`` option values (the value may contain ``=``)."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise InputError(f"-X {item.split('=')[0]!r}: expected KEY=VALUE")
+            # Only the key part is echoed: the value may be a secret.
+            raise InputError(f"{option} {item.split('=')[0]!r}: expected KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def parse_property_flags(items: Sequence[str]) -> dict[str, str]:
+    """Parse repeated ``-X KEY=VALUE`` flags, warning about secrets on the command line."""
+    out = parse_key_values(items, "-X")
+    for key, value in out.items():
         if is_secret_key(key):
             register_secret(value)
-            log.warning(
-                "-X %s on the command line is visible in the process list and shell "
-                "history; put it in a --command-config file instead",
-                key,
-            )
-        out[key] = value
+            log.warning("-X %s on the command line is visible in the process list and shell "
+                        "history; put it in a --command-config file instead", key)
     return out
 
 

@@ -74,17 +74,6 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def parse_broker_config(items: Sequence[str]) -> dict[str, str]:
-    """Parse ``--broker-config KEY=VALUE`` items."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--broker-config {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def _properties_text(values: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from kaudit.connect.settings import parse_key_values
 from kaudit.errors import InputError, LabStateError
-from kaudit.lab.manager import free_ports, parse_broker_config
+from kaudit.lab.manager import free_ports
 from kaudit.lab.state import LabNode, LabState, NodeState, node_state
 
 
@@ -70,8 +71,8 @@ def test_free_ports_are_distinct() -> None:
     assert len(set(ports)) == 6
 
 
-def test_broker_config_parsing() -> None:
-    assert parse_broker_config(["min.insync.replicas=2", " a = b "]) == {
-        "min.insync.replicas": "2", "a": "b"}
-    with pytest.raises(InputError):
-        parse_broker_config(["nonsense"])
+def test_key_value_parsing() -> None:
+    assert parse_key_values(["min.insync.replicas=2", " a =b=c"], "--broker-config") == {
+        "min.insync.replicas": "2", "a": "b=c"}
+    with pytest.raises(InputError, match="--broker-config 'nonsense'"):
+        parse_key_values(["nonsense"], "--broker-config")
