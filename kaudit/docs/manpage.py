@@ -44,8 +44,10 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
      "JVM heap of each lab broker (default `512m`)."),
     ("KAUDIT_LAB_CONTROLLER_HEAP",
      "JVM heap of each lab KRaft controller (default `256m`)."),
+    ("KAUDIT_SPARK_DRIVER_MEMORY",
+     "Memory of the Spark driver `kaudit reconcile` starts (default `2g`)."),
     ("JAVA_HOME",
-     "The Java runtime (17 or newer) the lab runs Kafka with; otherwise `java` on `PATH`."),
+     "The Java runtime (17 or newer) the lab and Spark run on; otherwise `java` on `PATH`."),
     ("NO_COLOR",
      "When set (to anything), `kaudit check --format table` prints no colours. Colours are "
      "only ever used on a terminal."),
