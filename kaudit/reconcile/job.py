@@ -213,7 +213,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
     ranges = pin_offsets(conn, request.topic, request.start, request.end,
                          request.read_committed)
-    spark = start_session(request.master, request.jars, request.output_dir)
+    spark = start_session(request.master, request.jars)
     raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
     topic = decode_topic(spark, raw, request)
     sink = shape_sink(read_sink(spark, sink_spec), request)

@@ -257,15 +257,17 @@ class Comparison:
         order = [
             F.col(c).asc_nulls_last() for c in ("partition", "offset", "key", "column")
         ]
-        for cls, n in self.counts().items():
-            if n:
-                rows = (
-                    self.discrepancies.where(F.col("class") == cls)
-                    .orderBy(*order)
-                    .limit(per_class)
-                    .collect()
-                )
-                result[cls] = [row.asDict() for row in rows]
+        parts = [
+            self.discrepancies.where(F.col("class") == cls).orderBy(*order).limit(per_class)
+            for cls, n in self.counts().items()
+            if n
+        ]
+        if parts:
+            union = parts[0]
+            for part in parts[1:]:
+                union = union.unionAll(part)
+            for row in union.collect():  # one job: a top-k per class over the persisted set
+                result[row["class"]].append(row.asDict())
         return result
 
     def unpersist(self) -> None:

@@ -8,12 +8,11 @@ errors and routed to a log file, off the user's terminal.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from kaudit.errors import RuntimeUnavailable
-from kaudit.jvm import find_java, resolve_jars
+from kaudit.jvm import cache_dir, find_java, resolve_jars
 
 POSTGRES_JDBC = ("org.postgresql", "postgresql", "42.7.4")
 
@@ -62,18 +61,15 @@ def _artifact(jar_name: str) -> str:
     return "-".join(parts)
 
 
-def start_session(master: str, jars: list[str] | None, log_dir: str | None = None) -> Any:
-    """A SparkSession for one reconcile run."""
+def start_session(master: str, jars: list[str] | None) -> Any:
+    """A SparkSession for one reconcile run; Spark's logs go to the cache's spark-logs."""
     find_java()
     jar_list = jars if jars is not None else connector_jars()
-    log_root = Path(log_dir or tempfile.mkdtemp(prefix="kaudit-spark-"))
+    log_root = cache_dir() / "spark-logs"
     log_root.mkdir(parents=True, exist_ok=True)
     config = log_root / "log4j2.properties"
     config.write_text(_LOG4J2.format(log=log_root / "spark.log"), encoding="utf-8")
     java_opts = f"-Dlog4j2.configurationFile=file:{config}"
-    # The driver JVM is started by spark-submit: its options must be set before.
-    os.environ["PYSPARK_SUBMIT_ARGS"] = (
-        f'--driver-java-options "{java_opts}" pyspark-shell')
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
@@ -84,9 +80,11 @@ def start_session(master: str, jars: list[str] | None, log_dir: str | None = Non
             .set("spark.ui.showConsoleProgress", "false")
             .set("spark.sql.session.timeZone", "UTC")
             .set("spark.sql.shuffle.partitions", "8")
+            # spark-submit starts the driver JVM with these, so they apply from its start.
+            .set("spark.driver.extraJavaOptions", java_opts)
             .set("spark.executor.extraJavaOptions", java_opts)
             .set("spark.driver.memory", os.environ.get("KAUDIT_SPARK_DRIVER_MEMORY", "2g")))
-    log_file = open(log_root / "spark-driver.log", "ab")  # noqa: SIM115 - the JVM keeps it
+    log_file = open(log_root / "spark-driver.log", "wb")  # noqa: SIM115 - the JVM keeps it
     try:
         # Our own gateway, so the driver JVM's stdout/stderr (JVM warnings, Spark's
         # banner) go to the log file instead of the user's terminal.
