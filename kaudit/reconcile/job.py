@@ -130,6 +130,9 @@ def decode_topic(spark: Any, raw: Any, request: ReconcileRequest) -> Any:
         return F.col("key").cast("string") if name == KAFKA_KEY else value_of(name).cast("string")
 
     key = F.concat_ws("|", *[F.coalesce(key_part(k), F.lit("")) for k in keys])
+    # A tombstone has no value to take key fields from: Kafka deletes by message key,
+    # so a tombstone is matched by its message key (which names the same record).
+    key = F.when(tombstone, F.col("key").cast("string")).otherwise(key)
     columns = [F.col("partition"), F.col("offset"), F.col("timestamp"),
                tombstone.alias("tombstone"), key.alias("key")]
     columns += [value_of(c).alias(request.sink_column(c)) for c in request.compare]

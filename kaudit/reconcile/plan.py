@@ -122,11 +122,13 @@ Scale
 One pass over each side: each side is grouped once (per ``key_hash`` and key in append and
 upsert mode, the sink per ``partition``/``offset`` in coordinates mode, where the topic is not
 grouped at all), then ONE full outer join whose inputs are already partitioned on the join
-keys (no further shuffle), then the discrepancy rows are generated from each joined row
-(explode) and persisted (memory and disk) when first used: :meth:`Comparison.counts` and
-:meth:`Comparison.counts_by_partition` come from one aggregation over them (computed once),
-:meth:`Comparison.samples` reads a few rows per class from the persisted set. Nothing but
-counts and samples reaches the driver.
+keys (no further shuffle: one shuffle per side in all), then the discrepancy rows are
+generated from each joined row (explode). :func:`compare` is lazy and marks the discrepancy
+set to be persisted (memory and disk) the first time it is computed, so that the counts, the
+samples and writing it out do not read the sources again; :meth:`Comparison.unpersist`
+releases it. :meth:`Comparison.counts` and :meth:`Comparison.counts_by_partition` come from
+one aggregation (partition x class, computed once and kept); :meth:`Comparison.samples` is
+one more small job (a top-k per class). Nothing but counts and samples reaches the driver.
 
 The join is on ``key_hash`` AND the key string: two different keys with colliding hashes are
 never paired (they are simply two keys).
@@ -169,7 +171,7 @@ CLASSES: tuple[str, ...] = (
 #: The columns of :attr:`Comparison.discrepancies`, in order.
 DISCREPANCY_SCHEMA = T.StructType(
     [
-        T.StructField("class", T.StringType(), False),
+        T.StructField("class", T.StringType(), True),  # never null; Spark cannot tell
         T.StructField("key", T.StringType(), True),
         T.StructField("key_hash", T.LongType(), True),
         T.StructField("partition", T.IntegerType(), True),
@@ -194,7 +196,11 @@ _TOMBSTONED = "tombstoned"
 
 @dataclass(frozen=True)
 class CompareOptions:
-    """How to compare; see the module docstring for the meaning of each class."""
+    """How to compare; see the module docstring for the meaning of each class.
+
+    ``grace_cutoff`` is compared with the topic's ``timestamp`` column: give an aware
+    datetime (a naive one is read in the Spark session's time zone).
+    """
 
     mode: Mode
     compare: tuple[str, ...]

@@ -1,0 +1,216 @@
+"""`kaudit reconcile` against a real lab topic, a Parquet sink and a real PostgreSQL table."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Lab, run_kaudit
+from tests.integration.test_lab import admin, wait_until
+from tests.pg import Postgres
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+N = 300
+MISSING = {3, 150, 299}
+DUPLICATED = {10, 11}
+CHANGED = {20, 21}
+EXTRA = {1000}
+TOMBSTONED = {40, 41}
+
+
+def amount(i: int) -> float:
+    return round(i * 1.25, 2)
+
+
+@pytest.fixture(scope="module")
+def topic(lab: Lab) -> Iterator[dict[str, Any]]:
+    """3 partitions of JSON orders keyed by id; a few tombstones; one aborted transaction."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+
+    name = f"orders-{uuid.uuid4().hex[:6]}"
+    admin(lab).create_topics([NewTopic(name, 3, 3)])[name].result(30)
+    wait_until(lambda: name in admin(lab).list_topics(timeout=5).topics, 30, "topic")
+    offsets: dict[int, tuple[int, int]] = {}
+
+    def record(err: Any, msg: Any) -> None:
+        assert err is None, err
+        if msg.value() is not None:
+            offsets[int(msg.key())] = (msg.partition(), msg.offset())
+
+    plain = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
+    for i in range(N):
+        value = {"id": i, "status": "new", "amount": amount(i), "customer": {"id": i % 7}}
+        plain.produce(name, key=str(i), value=json.dumps(value), on_delivery=record)
+    for i in TOMBSTONED:  # deleted later: in upsert mode the row must be gone
+        plain.produce(name, key=str(i), value=None)
+    plain.flush(30)
+    txn = Producer({"bootstrap.servers": lab.bootstrap, "transactional.id": f"t-{name}"})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for i in range(5000, 5010):  # aborted: a read_committed reader never sees them
+        txn.produce(name, key=str(i), value=json.dumps({"id": i, "status": "x", "amount": 0.0,
+                                                        "customer": {"id": 0}}))
+    txn.flush(30)
+    txn.abort_transaction(30)
+    yield {"name": name, "offsets": offsets}
+    admin(lab).delete_topics([name])
+
+
+def sink_rows(drop_tombstoned: bool) -> list[dict[str, Any]]:
+    """The sink as a consumer with known faults would have written it."""
+    rows = []
+    for i in range(N):
+        if i in MISSING or (drop_tombstoned and i in TOMBSTONED):
+            continue
+        row = {"id": i, "status": "new", "amount": amount(i) + (1.0 if i in CHANGED else 0.0),
+               "customer_id": i % 7}
+        rows.append(row)
+        if i in DUPLICATED:
+            rows.append(dict(row))
+    rows += [{"id": i, "status": "new", "amount": 1.0, "customer_id": 0} for i in EXTRA]
+    return rows
+
+
+def tree_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    for f in sorted(path.rglob("*")):
+        if f.is_file():
+            digest.update(f.name.encode() + f.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def parquet_sink(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sink")
+    src = root / "rows.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in sink_rows(drop_tombstoned=False)))
+    dst = root / "orders.parquet"
+    code = ("import sys\nfrom pyspark.sql import SparkSession\n"
+            "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled','false')"
+            ".getOrCreate()\n"
+            "s.read.schema('id BIGINT, status STRING, amount DOUBLE, customer_id BIGINT')"
+            ".json(sys.argv[1]).coalesce(1).write.parquet(sys.argv[2])\n")
+    subprocess.run([sys.executable, "-c", code, str(src), str(dst)], check=True,
+                   capture_output=True, timeout=300)
+    return dst
+
+
+def reconcile(lab: Lab, *args: str) -> tuple[int, dict[str, Any], str]:
+    result = run_kaudit("reconcile", "-b", lab.bootstrap, "--format", "json", *args,
+                        timeout=600)
+    return result.code, (json.loads(result.stdout) if result.stdout.strip() else {}), \
+        result.stderr
+
+
+def keys_of(doc: dict[str, Any], cls: str) -> set[int]:
+    return {int(s["key"]) for s in doc["samples"].get(cls, [])}
+
+
+def test_append_mode_against_parquet_names_every_injected_fault(
+        lab: Lab, topic: dict[str, Any], parquet_sink: Path, tmp_path: Path) -> None:
+    before = tree_digest(parquet_sink)
+    code, doc, stderr = reconcile(
+        lab, "--topic", topic["name"], "--sink", f"parquet:{parquet_sink}", "--key", "id",
+        "--compare", "status,amount,customer.id", "--samples", "10",
+        "--output-dir", str(tmp_path / "out"))
+    assert code == 1, stderr
+    counts = doc["counts"]
+    assert counts["topic_records"] == N  # tombstones and the aborted transaction left out
+    assert (counts["missing_in_sink"], counts["extra_in_sink"], counts["duplicated_in_sink"],
+            counts["mismatched"]) == (len(MISSING), len(EXTRA), len(DUPLICATED), len(CHANGED))
+    assert keys_of(doc, "missing_in_sink") == MISSING
+    assert keys_of(doc, "extra_in_sink") == EXTRA
+    assert keys_of(doc, "duplicated_in_sink") == DUPLICATED
+    assert keys_of(doc, "mismatched") == CHANGED
+    for sample in doc["samples"]["missing_in_sink"]:  # traced back to partition/offset
+        assert (sample["partition"], sample["offset"]) == tuple(
+            topic["offsets"][int(sample["key"])])
+    assert {s["column"] for s in doc["samples"]["mismatched"]} == {"amount"}
+    assert doc["source"]["isolation_level"] == "read_committed"
+    assert doc["output_files"] and Path(doc["output_files"][0]).exists()
+    assert tree_digest(parquet_sink) == before  # the sink is only read
+
+
+def test_upsert_mode_against_postgres_with_tombstones(lab: Lab, topic: dict[str, Any],
+                                                      postgres: Postgres,
+                                                      tmp_path: Path) -> None:
+    table = f"orders_{uuid.uuid4().hex[:6]}"
+    postgres.psql(f"create table {table} (id bigint, status text, amount double precision, "
+                  "customer_id bigint)")
+    rows = sink_rows(drop_tombstoned=False)  # tombstoned keys still present: they are extra
+    values = ",".join(f"({r['id']},'{r['status']}',{r['amount']},{r['customer_id']})"
+                      for r in rows)
+    postgres.psql(f"insert into {table} values {values}")
+    before = postgres.psql(f"select md5(string_agg(t::text, ',' order by t::text)) from {table} t")
+    password_file = tmp_path / "pw"
+    password_file.write_text(postgres.password)
+    code, doc, stderr = reconcile(
+        lab, "--topic", topic["name"], "--sink", f"{postgres.jdbc_url}?table={table}",
+        "--sink-option", f"user={postgres.user}",
+        "--sink-option", f"password-file={password_file}", "--mode", "upsert", "--key", "id",
+        "--compare", "status,amount", "--samples", "10")
+    assert code == 1, stderr
+    counts = doc["counts"]
+    assert counts["missing_in_sink"] == len(MISSING)
+    assert counts["extra_in_sink"] == len(EXTRA) + len(TOMBSTONED)
+    assert counts["duplicated_in_sink"] == len(DUPLICATED)
+    assert counts["mismatched"] == len(CHANGED)
+    assert keys_of(doc, "extra_in_sink") == EXTRA | TOMBSTONED
+    assert postgres.password not in json.dumps(doc) + stderr
+    after = postgres.psql(f"select md5(string_agg(t::text, ',' order by t::text)) from {table} t")
+    assert after == before  # the sink is only read
+
+
+def test_matching_sink_exits_0(lab: Lab, topic: dict[str, Any], tmp_path: Path) -> None:
+    sink = tmp_path / "good.jsonl"
+    sink.write_text("".join(
+        json.dumps({"id": i, "status": "new", "amount": amount(i)}) + "\n"
+        for i in range(N)))
+    code, doc, stderr = reconcile(lab, "--topic", topic["name"], "--sink", f"json:{sink}",
+                                  "--key", "id", "--compare", "status,amount")
+    assert code == 0, stderr
+    assert doc["verdict"] == "pass" and doc["counts"]["sink_rows"] == N
+    # the pinned range is in the report, ready to repeat the run
+    assert set(doc["repeat_with"]["--to"]) == {"0", "1", "2"}
+
+
+def test_bad_input_is_exit_2_before_spark_starts(lab: Lab, topic: dict[str, Any],
+                                                 tmp_path: Path) -> None:
+    cases = [
+        (["--sink", "mysql:whatever"], "expected jdbc:"),
+        (["--sink", "jdbc:postgresql://h:1/db"], "?table="),
+        (["--sink", f"parquet:{tmp_path / 'nope'}"], "does not exist"),
+        (["--sink", f"json:{tmp_path}", "--from", "{not json"], "not valid JSON"),
+        (["--sink", f"json:{tmp_path}", "--from", '{"9": 1}'], "no partition 9"),
+    ]
+    for extra, message in cases:
+        result = run_kaudit("reconcile", "-b", lab.bootstrap, "--topic", topic["name"], *extra)
+        assert result.code == 2, (extra, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unknown_column_is_exit_2(lab: Lab, topic: dict[str, Any], tmp_path: Path) -> None:
+    sink = tmp_path / "s.jsonl"
+    sink.write_text(json.dumps({"id": 1, "status": "new"}) + "\n")
+    code, _, stderr = reconcile(lab, "--topic", topic["name"], "--sink", f"json:{sink}",
+                                "--key", "id", "--compare", "amount")
+    assert code == 2 and "no column 'amount'" in stderr
+
+
+def test_unreachable_sink_and_cluster_are_exit_3(lab: Lab, topic: dict[str, Any]) -> None:
+    code, _, stderr = reconcile(lab, "--topic", topic["name"], "--sink",
+                                "jdbc:postgresql://127.0.0.1:1/db?table=t", "--key", "id")
+    assert code == 3 and "cannot read sink" in stderr
+    result = run_kaudit("reconcile", "-b", "127.0.0.1:1", "--timeout", "2", "--topic", "t",
+                        "--sink", "table:db.t")
+    assert result.code == 3

@@ -1,0 +1,100 @@
+"""Every mode: equal sides, hash collisions, hashing helpers, input checks, plan shape."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from kaudit.reconcile.plan import (
+    DISCREPANCY_COLUMNS,
+    DISCREPANCY_SCHEMA,
+    CompareOptions,
+    compare,
+    key_hash_column,
+    payload_hash_column,
+)
+from tests.unit.reconcile.frames import counts, rec, rows, run, sink_frame, topic_frame
+
+pytestmark = pytest.mark.spark
+
+COLS = ("name", "amount")
+FIELDS = "name string, amount double"
+
+
+@pytest.mark.parametrize("mode", ["append", "upsert", "coordinates"])
+def test_equal_sides_give_all_zeros(spark: SparkSession, mode: str) -> None:
+    topic = topic_frame(spark, [
+        rec(0, 0, "a", "x", 1.5), rec(0, 1, "b", None, None), rec(1, 0, "c", "z", -2.0),
+        rec(1, 1, None, "nokey", 0.0),
+    ], FIELDS, COLS)
+    sink = sink_frame(spark, [
+        (1, 0, "c", "z", -2.0), (0, 1, "b", None, None), (0, 0, "a", "x", 1.5),
+        (1, 1, None, "nokey", 0.0),
+    ], FIELDS, COLS, coordinates=True)
+    result = run(topic, sink, mode, COLS)
+    assert result.counts() == counts()
+    assert result.counts_by_partition() == {}
+    assert rows(result) == []
+    assert result.discrepancies.columns == list(DISCREPANCY_COLUMNS)
+    assert result.discrepancies.schema == DISCREPANCY_SCHEMA
+
+
+@pytest.mark.parametrize("mode", ["append", "upsert"])
+def test_colliding_key_hashes_are_not_paired(spark: SparkSession, mode: str) -> None:
+    # a and b share key_hash 7; c has 8 on both sides; the null keys pair with each other
+    topic = topic_frame(spark, [
+        rec(0, 0, "a", 7, 1), rec(0, 1, "c", 8, 1), rec(0, 2, None, 9, 1),
+    ], "v long", ("v",), key_hash=False)
+    sink = sink_frame(spark, [("b", 7, 1), ("c", 8, 1), (None, 9, 1)], "v long", ("v",),
+                      key_hash=False)
+    assert rows(run(topic, sink, mode, ("v",))) == [
+        ("extra_in_sink", "b", None, None, 0, 1, None, None, None),
+        ("missing_in_sink", "a", 0, 0, 1, 0, None, None, None),
+    ]
+
+
+def test_payload_hash_is_null_safe_and_type_blind(spark: SparkSession) -> None:
+    frame = spark.createDataFrame(
+        [(None, 1, "1"), (1, None, None)], "a long, b int, c string")
+    got = frame.select(
+        payload_hash_column(["a", "b"]).alias("ab"),
+        payload_hash_column(["b", "a"]).alias("ba"),
+        payload_hash_column(["b"]).alias("b"),
+        payload_hash_column(["c"]).alias("c"),
+        payload_hash_column([]).alias("none"),
+        key_hash_column(F.col("c")).alias("k"),
+        F.xxhash64(F.col("c")).alias("x"),
+    ).collect()
+    first, second = got
+    assert first["ab"] != second["ab"]         # (null, 1) vs (1, null)
+    assert first["ab"] == second["ba"]
+    assert first["b"] == first["c"]            # int 1 and string "1" hash alike
+    assert first["none"] == second["none"] == 0
+    assert [r["k"] for r in got] == [r["x"] for r in got]
+
+
+def test_bad_input_is_a_value_error(spark: SparkSession) -> None:
+    topic = topic_frame(spark, [rec(0, 0, "a", 1)], "v long", ("v",))
+    sink = sink_frame(spark, [("a", 1)], "v long", ("v",))
+    with pytest.raises(ValueError, match=r"sink frame has no column\(s\): w"):
+        compare(topic.withColumn("w", F.lit(1)), sink,
+                CompareOptions(mode="append", compare=("w",)))
+    with pytest.raises(ValueError, match=r"sink frame has no column.*partition, offset"):
+        compare(topic, sink, CompareOptions(mode="coordinates", compare=("v",)))
+    with pytest.raises(ValueError, match="timestamp clash"):
+        compare(topic, sink, CompareOptions(mode="append", compare=("timestamp",)))
+    with pytest.raises(ValueError, match="unknown reconcile mode"):
+        compare(topic, sink, CompareOptions(mode="merge", compare=()))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("mode", "exchanges"), [
+    ("append", 2), ("upsert", 2), ("coordinates", 2),
+])
+def test_one_shuffle_per_side(spark: SparkSession, mode: str, exchanges: int) -> None:
+    topic = topic_frame(spark, [rec(0, 0, "a", 1)], "v long", ("v",))
+    sink = sink_frame(spark, [(0, 0, "a", 1)], "v long", ("v",), coordinates=True)
+    plan = run(topic, sink, mode, ("v",)).discrepancies._jdf.queryExecution() \
+        .executedPlan().toString()
+    assert plan.count("Exchange hashpartitioning") == exchanges, plan
+    assert plan.count("Join") == 1, plan
