@@ -214,3 +214,60 @@ def test_unreachable_sink_and_cluster_are_exit_3(lab: Lab, topic: dict[str, Any]
     result = run_kaudit("reconcile", "-b", "127.0.0.1:1", "--timeout", "2", "--topic", "t",
                         "--sink", "table:db.t")
     assert result.code == 3
+
+
+@pytest.fixture(scope="module")
+def spark_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real standalone Spark master and one worker, started from the pyspark install."""
+    import os
+    import socket
+    import time
+
+    import pyspark
+
+    spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+    ports = []
+    for _ in range(3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    port, master_ui, worker_ui = ports
+    logs = tmp_path_factory.mktemp("spark-standalone")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    url = f"spark://127.0.0.1:{port}"
+    master = subprocess.Popen(
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+         "--port", str(port), "--webui-port", str(master_ui)],
+        stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT, env=env)  # noqa: SIM115
+    worker = subprocess.Popen(
+        [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+         "--cores", "2", "--memory", "2g", "--webui-port", str(worker_ui),
+         "--work-dir", str(logs / "work")],
+        stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT, env=env)  # noqa: SIM115
+    try:
+        deadline = time.monotonic() + 120
+        while "Registering worker" not in (logs / "master.log").read_text():
+            assert time.monotonic() < deadline, (logs / "master.log").read_text()[-2000:]
+            assert master.poll() is None and worker.poll() is None, "standalone Spark died"
+            time.sleep(0.5)
+        yield url
+    finally:
+        for proc in (worker, master):
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def test_runs_on_a_standalone_spark_master(lab: Lab, topic: dict[str, Any], spark_master: str,
+                                           tmp_path: Path) -> None:
+    sink = tmp_path / "partial.jsonl"
+    sink.write_text("".join(json.dumps({"id": i, "status": "new", "amount": amount(i)}) + "\n"
+                            for i in range(N) if i not in MISSING))
+    code, doc, stderr = reconcile(lab, "--topic", topic["name"], "--sink", f"json:{sink}",
+                                  "--key", "id", "--compare", "amount", "--master",
+                                  spark_master, "--samples", "10")
+    assert code == 1, stderr
+    assert doc["counts"]["missing_in_sink"] == len(MISSING)
+    assert keys_of(doc, "missing_in_sink") == MISSING
