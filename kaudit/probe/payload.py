@@ -104,3 +104,18 @@ def header_value(run_id: bytes) -> bytes:
     """The :data:`PROBE_HEADER` value for a run: the run id in lowercase hex, ASCII."""
     return run_id.hex().encode("ascii")
 
+
+
+_SEQ_AND_TIME = struct.Struct(">Q8xQ")
+_SEQ_OFFSET = 3 + 1 + RUN_ID_BYTES
+
+
+def sequence_and_time(value: bytes) -> tuple[int, int]:
+    """Partition sequence and send time of a value this process encoded itself.
+
+    The producer's delivery callback runs once per message: reading two fields
+    in place costs a fraction of a full :func:`decode`. Only for values known to
+    come from :func:`encode`.
+    """
+    seq, sent_ns = _SEQ_AND_TIME.unpack_from(value, _SEQ_OFFSET)
+    return int(seq), int(sent_ns)
