@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -171,7 +172,7 @@ def probe(
         check_plot_target(plot)  # before the run: never fail after minutes of probing
     conn = options.connection(bootstrap_server, command_config, property, context, timeout)
     with _graceful_interrupt() as interrupted:
-        report = run_probe(conn, settings, interrupted)
+        report = run_probe(conn, settings, interrupted, _progress_line())
     fmt = default_format(format)
     emit(probe_document(report) if fmt is OutputFormat.json else probe_table(report), output)
     if plot:
@@ -183,6 +184,20 @@ def probe(
     if report.interrupted:
         raise typer.Exit(int(ExitCode.INTERRUPTED))
     raise typer.Exit(int(ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS))
+
+
+def _progress_line() -> Callable[[int, float, bool], None] | None:
+    """A one-line progress display on a terminal; nothing under CI or when piped."""
+    if not sys.stderr.isatty() or os.environ.get("CI"):
+        return None
+
+    def show(sent: int, done: float, final: bool) -> None:
+        bar = "#" * int(done * 30)
+        print(f"\rkaudit probe: [{bar:<30}] {done:4.0%} {sent:,} sent"
+              + ("; verifying..." if final else ""), end="\n" if final else "",
+              file=sys.stderr, flush=True)
+
+    return show
 
 
 @contextmanager

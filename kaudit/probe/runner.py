@@ -13,6 +13,7 @@ import math
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,12 +146,26 @@ class ProbeReport:
 
 
 class _Progress:
-    """Shared between the producer loop and the fault trigger."""
+    """Shared between the producer loop, the fault trigger and the progress display."""
 
-    def __init__(self, settings: ProbeSettings) -> None:
+    def __init__(self, settings: ProbeSettings, report: Progress | None = None) -> None:
         self.settings = settings
         self.sent = 0
         self.started = time.monotonic()
+        self._report = report
+        self._next_report = 0.0
+
+    def tick(self) -> None:
+        """Tell the display how far the run is, at most a few times a second."""
+        now = time.monotonic()
+        if self._report is not None and now >= self._next_report:
+            self._next_report = now + 0.25
+            self._report(self.sent, min(self.fraction(), 1.0), False)
+
+    def finish(self) -> None:
+        """Sending is over: the display shows where it stopped and ends its line."""
+        if self._report is not None:
+            self._report(self.sent, min(self.fraction(), 1.0), True)
 
     def fraction(self) -> float:
         s = self.settings
@@ -167,8 +182,14 @@ class _Progress:
         return time.monotonic() - self.started >= value
 
 
+Progress = Callable[[int, float, bool], None]
+"""Called now and then while sending: messages sent so far, share of the run done (0..1),
+and whether sending is over."""
+
+
 def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
-              interrupted: threading.Event | None = None) -> ProbeReport:
+              interrupted: threading.Event | None = None,
+              progress: Progress | None = None) -> ProbeReport:
     """Run the probe end to end; see the module docstring."""
     interrupted = interrupted or threading.Event()
     if settings.count is None and settings.duration is None:
@@ -206,10 +227,10 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
     deleted = False
     ledger = Ledger(max(partitions) + 1)
     try:
-        progress = _Progress(settings)
+        tracker = _Progress(settings, progress)
         injector = None
         if settings.faults:
-            injector = FaultInjector(list(settings.faults), progress.trigger,
+            injector = FaultInjector(list(settings.faults), tracker.trigger,
                                      settings.fault_duration, log, lab,
                                      lambda: _roles(session, name))
             injector.start()
@@ -218,7 +239,7 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
         if tail:
             tail.start()
         try:
-            produced = _produce(conn, settings, name, partitions, run_id, ledger, progress,
+            produced = _produce(conn, settings, name, partitions, run_id, ledger, tracker,
                                 interrupted, log, notes)
         finally:
             if injector:
@@ -391,6 +412,8 @@ def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
         timeline.send(second)
         global_seq += 1
         progress.sent = global_seq
+        if global_seq % 1024 == 0:
+            progress.tick()
         producer.poll(0)
         if settings.transactional and global_seq % settings.txn_size == 0:
             txn_index += 1
@@ -408,6 +431,7 @@ def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
         abort = interrupted.is_set() or (
             math.floor((txn_index + 1) * settings.abort_ratio) > aborts_done)
         _end_transaction(producer, ledger, txn_starts, partitions, abort, conn, log, notes)
+    progress.finish()
     produce_seconds = time.monotonic() - progress.started
     remaining = producer.flush(DEFAULT_DELIVERY_TIMEOUT_MS / 1000 + 10)
     if remaining:
