@@ -130,6 +130,22 @@ def run_kaudit(args: argparse.Namespace, *cli: str, timeout: float | None = None
     return proc.stdout
 
 
+def warm_bytecode(args: argparse.Namespace) -> None:
+    """Compile this checkout's kaudit into the private bytecode cache of :func:`kaudit_base`,
+    so the first timed run does not pay for compiling modules (an installed kaudit would
+    not). Nothing is written into the source tree; a no-op with ``--kaudit``."""
+    if args.kaudit:
+        return
+    _, env = kaudit_base(args)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(REPO / "kaudit")],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+    )
+
+
 # --------------------------------------------------------------------------- lab
 
 
@@ -225,9 +241,11 @@ def java_tool(args: argparse.Namespace, libs: Path) -> tuple[list[str], dict[str
     return jvm, java_env
 
 
-def add_common_options(p: argparse.ArgumentParser) -> None:
+def add_common_options(p: argparse.ArgumentParser, kafka_tools: bool = True) -> None:
     """--brokers, --state-dir/--bootstrap, --keep-lab, --kafka-version, --kafka-libs, --java,
-    --kaudit and --json, as every benchmark spells them."""
+    --kaudit and --json, as every benchmark spells them (without --kafka-version,
+    --kafka-libs and --java when ``kafka_tools`` is false: a benchmark that runs no Kafka
+    tool)."""
     p.add_argument("--brokers", type=int, default=3, help="brokers of a lab we start (3)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--state-dir", help="use the lab in DIR (started if not running)")
@@ -237,12 +255,13 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="leave a lab this script started running (rerun with --state-dir)",
     )
-    p.add_argument("--kafka-version", default=KAFKA_VERSION)
-    p.add_argument(
-        "--kafka-libs",
-        help="directory of the Kafka jars (default: kaudit's lab cache for --kafka-version)",
-    )
-    p.add_argument("--java", default="java")
+    if kafka_tools:
+        p.add_argument("--kafka-version", default=KAFKA_VERSION)
+        p.add_argument(
+            "--kafka-libs",
+            help="directory of the Kafka jars (default: kaudit's lab cache for --kafka-version)",
+        )
+        p.add_argument("--java", default="java")
     p.add_argument(
         "--kaudit", help="kaudit command to time (default: python -m kaudit from this checkout)"
     )

@@ -80,6 +80,10 @@ def start_session(master: str, jars: list[str] | None) -> Any:
             .set("spark.ui.showConsoleProgress", "false")
             .set("spark.sql.session.timeZone", "UTC")
             .set("spark.sql.shuffle.partitions", "8")
+            # Both sides are aggregated on the join key with the same partitioning, so
+            # the join needs no shuffle of its own, unless adaptive execution coalesces
+            # the two sides into different partition counts. Keep them alike.
+            .set("spark.sql.adaptive.coalescePartitions.enabled", "false")
             # spark-submit starts the driver JVM with these, so they apply from its start.
             .set("spark.driver.extraJavaOptions", java_opts)
             .set("spark.executor.extraJavaOptions", java_opts)
