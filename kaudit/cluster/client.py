@@ -11,6 +11,7 @@ import logging
 import threading
 from typing import Any
 
+from kaudit.cluster.model import Broker
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure, InputError
 
@@ -107,6 +108,15 @@ class AdminSession:
             raise self.unreachable() from None
         except KafkaException as exc:
             raise self.unreachable(exc) from None
+
+    def describe_identity(self) -> tuple[str | None, int | None, tuple[Broker, ...]]:
+        """Cluster id, the controller clients are told about, and the brokers by id."""
+        described = self.wait(self.admin.describe_cluster(request_timeout=self.settings.timeout))
+        controller = described.controller
+        controller_id = controller.id if controller is not None and controller.id >= 0 else None
+        brokers = tuple(sorted((Broker(id=n.id, host=n.host, port=n.port, rack=n.rack)
+                                for n in described.nodes), key=lambda b: b.id))
+        return described.cluster_id, controller_id, brokers
 
     def list_topics(self) -> Any:
         """Cluster metadata (all topics), bounded by the timeout."""

@@ -5,17 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kaudit.cluster.client import AdminSession
+from kaudit.cluster.model import Broker
 from kaudit.connect.settings import ConnectionSettings
-
-
-@dataclass(frozen=True)
-class BrokerInfo:
-    """One broker as the cluster advertises it."""
-
-    id: int
-    host: str
-    port: int
-    rack: str | None
 
 
 @dataclass(frozen=True)
@@ -26,7 +17,7 @@ class ClusterInfo:
     controller_id: int | None
     """The controller as reported to clients. Under KRaft, clients cannot see the
     quorum, so Kafka reports a live broker that forwards controller requests."""
-    brokers: tuple[BrokerInfo, ...]
+    brokers: tuple[Broker, ...]
     topic_count: int
     """All topics, internal ones included."""
     internal_topic_count: int
@@ -35,19 +26,12 @@ class ClusterInfo:
 def read_cluster_info(settings: ConnectionSettings) -> ClusterInfo:
     """Describe the cluster; unreachable or unauthorised clusters raise exit-3 errors."""
     session = AdminSession(settings)
-    described = session.wait(session.admin.describe_cluster(request_timeout=settings.timeout))
+    cluster_id, controller_id, brokers = session.describe_identity()
     metadata = session.list_topics()
     internal = sum(1 for name in metadata.topics if name.startswith("__"))
-    brokers = tuple(
-        sorted(
-            (BrokerInfo(id=n.id, host=n.host, port=n.port, rack=n.rack) for n in described.nodes),
-            key=lambda b: b.id,
-        )
-    )
-    controller = described.controller
     return ClusterInfo(
-        cluster_id=described.cluster_id,
-        controller_id=controller.id if controller is not None and controller.id >= 0 else None,
+        cluster_id=cluster_id,
+        controller_id=controller_id,
         brokers=brokers,
         topic_count=len(metadata.topics),
         internal_topic_count=internal,

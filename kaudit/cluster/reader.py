@@ -16,7 +16,6 @@ from typing import Any
 
 from kaudit.cluster.client import AdminSession, kafka_message
 from kaudit.cluster.model import (
-    Broker,
     ClusterSnapshot,
     ConfigMap,
     ConfigSource,
@@ -92,12 +91,9 @@ def read_snapshot(settings: ConnectionSettings) -> ClusterSnapshot:
     from confluent_kafka.admin import ResourceType
 
     session = AdminSession(settings)
-    described = session.wait(session.admin.describe_cluster(request_timeout=settings.timeout))
+    cluster_id, controller_id, brokers = session.describe_identity()
     metadata = session.list_topics()
     unreadable: list[str] = []
-
-    brokers = tuple(sorted((Broker(id=n.id, host=n.host, port=n.port, rack=n.rack)
-                            for n in described.nodes), key=lambda b: b.id))
     broker_configs = _describe_configs(session, ResourceType.BROKER,
                                        [str(b.id) for b in brokers], unreadable, "broker")
     topic_names = sorted(metadata.topics)
@@ -121,10 +117,9 @@ def read_snapshot(settings: ConnectionSettings) -> ClusterSnapshot:
             configs=topic_configs.get(name, freeze_configs({})),
             partitions=partitions,
         ))
-    controller = described.controller
     return ClusterSnapshot(
-        cluster_id=described.cluster_id,
-        controller_id=controller.id if controller is not None and controller.id >= 0 else None,
+        cluster_id=cluster_id,
+        controller_id=controller_id,
         brokers=brokers,
         broker_configs=MappingProxyType({int(k): v for k, v in broker_configs.items()}),
         topics=tuple(topics),
