@@ -13,6 +13,7 @@ from kaudit.cli import options
 from kaudit.connect.settings import parse_key_values
 from kaudit.lab import manager
 from kaudit.lab.runtime import DEFAULT_KAFKA_VERSION, kafka_runtime
+from kaudit.lab.security import Security
 from kaudit.lab.state import LabNode, LabState, NodeState, node_state
 from kaudit.report.output import OutputFormat, default_format, emit, to_json
 
@@ -54,11 +55,24 @@ def up(
     ] = None,
     broker_config: Annotated[
         list[str] | None,
-        typer.Option(metavar="KEY=VALUE", help="Broker setting for every broker; repeatable."),
+        typer.Option(
+            metavar="KEY=VALUE",
+            help="Broker setting for every broker; repeatable; {port} in VALUE is the "
+            "broker's own port.",
+        ),
     ] = None,
     wait: Annotated[
         float, typer.Option(metavar="SECONDS", help="How long to wait for the cluster to be ready.")
     ] = 180,
+    security: Annotated[
+        Security,
+        typer.Option(
+            case_sensitive=False,
+            help="plaintext, sasl_ssl (SCRAM-SHA-512 or PLAIN over TLS, with ACLs) or mtls "
+            "(client certificates); secured labs write client properties under "
+            "STATE_DIR/security.",
+        ),
+    ] = Security.plaintext,
     state_dir: options.StateDir = None,
 ) -> None:
     """Start the lab (or restart a stopped one) and print its bootstrap servers."""
@@ -71,9 +85,13 @@ def up(
         controllers=controllers,
         broker_config=extra,
         wait_s=wait,
+        security=security,
         say=_say,
     )
     _say(f"ready: {len(state.brokers)} brokers, Kafka {state.kafka_version}, state in {directory}")
+    if state.client_properties is not None:
+        _say(f"{state.security}: client settings in {state.client_properties}; "
+             'eval "$(kaudit lab env)" to use them')
     typer.echo(state.bootstrap)
 
 
@@ -98,6 +116,8 @@ def status_document(state: LabState) -> dict[str, Any]:
         "kafka_version": state.kafka_version,
         "cluster_id": state.cluster_id,
         "bootstrap": state.bootstrap,
+        "security": state.security,
+        "client_properties": str(state.client_properties) if state.client_properties else None,
         "brokers": [_node_row(n) for n in state.brokers],
         "controllers": [_node_row(n) for n in state.controllers],
     }
@@ -119,7 +139,10 @@ def status(
     ]
     emit(
         f"bootstrap  {doc['bootstrap']}\nkafka      {doc['kafka_version']}\n"
-        f"state dir  {doc['state_dir']}\n\n"
+        f"state dir  {doc['state_dir']}\n"
+        + (f"security   {doc['security']}, client settings in {doc['client_properties']}\n"
+           if doc["client_properties"] else "")
+        + "\n"
         + tabulate(rows, headers=["node", "role", "pid", "port", "state"])
         + "\n",
         output,
@@ -175,3 +198,8 @@ def env(state_dir: options.StateDir = None) -> None:
     """Print shell exports that point kaudit at the lab: eval "$(kaudit lab env)"."""
     state = LabState.load(options.state_dir(state_dir))
     typer.echo(f"export KAUDIT_BOOTSTRAP_SERVERS={shlex.quote(state.bootstrap)}")
+    if state.client_properties is not None:
+        typer.echo(f"export KAUDIT_COMMAND_CONFIG={shlex.quote(str(state.client_properties))}")
+    else:
+        # A plaintext lab must not inherit a secured lab's settings from an earlier eval.
+        typer.echo("unset KAUDIT_COMMAND_CONFIG")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.errors import InputError, LabError, LabStateError
+from kaudit.lab import security as sec
 from kaudit.lab.runtime import KafkaRuntime
 from kaudit.lab.state import LabNode, LabState, NodeState, locked, node_state
 
@@ -86,6 +87,7 @@ def _node_properties(
     voters: str,
     broker_count: int,
     extra: dict[str, str],
+    secured: dict[str, str] | None = None,
 ) -> dict[str, str]:
     common = {
         "process.roles": role,
@@ -98,13 +100,15 @@ def _node_properties(
         return common | {
             "listeners": f"CONTROLLER://127.0.0.1:{port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-        }
+        } | (secured or {})
     internal_rf = str(min(3, broker_count))
+    # A secured lab names its client listener CLIENT (protocol from ``secured``).
+    listener = "CLIENT" if secured else "PLAINTEXT"
     return (
         common
         | {
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": f"{listener}://127.0.0.1:{port}",
+            "advertised.listeners": f"{listener}://127.0.0.1:{port}",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             # Internal topics must fit the lab's size; everything else keeps Kafka's defaults
@@ -114,7 +118,9 @@ def _node_properties(
             "transaction.state.log.min.isr": str(min(2, broker_count)),
             "group.initial.rebalance.delay.ms": "0",
         }
-        | extra
+        | (secured or {})
+        # "{port}" lets one --broker-config value name each broker's own port.
+        | {k: v.replace("{port}", str(port)) for k, v in extra.items()}
     )
 
 
@@ -137,7 +143,9 @@ def _argv(
     ]
 
 
-def _format(runtime: KafkaRuntime, nodes: list[LabNode], cluster_id: str) -> None:
+def _format(
+    runtime: KafkaRuntime, nodes: list[LabNode], cluster_id: str, extra: Sequence[str] = ()
+) -> None:
     """Format every node's storage, in parallel (each is a JVM start)."""
     procs = []
     for node in nodes:
@@ -148,7 +156,7 @@ def _format(runtime: KafkaRuntime, nodes: list[LabNode], cluster_id: str) -> Non
             "256m",
             Path(node.directory),
             ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c",
-                      str(config)],
+             str(config), *extra],
         )
         out = open(Path(node.directory) / "format.log", "w")  # noqa: SIM115
         procs.append(
@@ -204,6 +212,7 @@ def create_lab(
     brokers: int,
     controllers: int,
     broker_config: dict[str, str],
+    security: sec.Security = sec.Security.plaintext,
 ) -> LabState:
     """Write configs and format storage for a new lab (nothing is started)."""
     if not 1 <= brokers < CONTROLLER_ID_BASE:
@@ -223,7 +232,17 @@ def create_lab(
         cluster_id=cluster_id,
         kafka_version=runtime.kafka_version,
         broker_config=broker_config,
+        security=security.value,
     )
+    secured: dict[str, dict[str, str]] = {}
+    format_extra: list[str] = []
+    if security is not sec.Security.plaintext:
+        material = sec.generate(state_dir, security)
+        secured = {
+            "broker": sec.broker_properties(material, security),
+            "controller": sec.controller_properties(material),
+        }
+        format_extra = sec.format_arguments(material, security)
     layout = [(i + 1, "broker", ports[i]) for i in range(brokers)] + [
         (cid, "controller", ports[brokers + i]) for i, cid in enumerate(controller_ids)
     ]
@@ -238,6 +257,7 @@ def create_lab(
             voters,
             brokers,
             broker_config if role == "broker" else {},
+            secured.get(role),
         )
         (directory / "server.properties").write_text(_properties_text(props), encoding="utf-8")
         heap = BROKER_HEAP if role == "broker" else CONTROLLER_HEAP
@@ -248,7 +268,7 @@ def create_lab(
             LabNode(id=node_id, role=role, port=port, directory=str(directory), argv=argv)
         )
     try:
-        _format(runtime, state.nodes, cluster_id)
+        _format(runtime, state.nodes, cluster_id, format_extra)
     except BaseException:
         # Leave no half-formatted lab behind: the next `lab up` must start clean.
         for node in state.nodes:
@@ -320,7 +340,17 @@ def wait_ready(state: LabState, wait_s: float) -> None:
 
 
 def _lab_client_config(state: LabState) -> dict[str, Any]:
-    return {"bootstrap.servers": state.bootstrap, "logger": logging.getLogger("kaudit.librdkafka")}
+    """librdkafka settings for the lab's own work: the super user on a secured lab."""
+    config: dict[str, Any] = {
+        "bootstrap.servers": state.bootstrap,
+        "logger": logging.getLogger("kaudit.librdkafka"),
+    }
+    admin = state.client_properties_for(sec.ADMIN)
+    if admin is not None:
+        from kaudit.connect.properties import read_properties, translate_java_properties
+
+        config |= translate_java_properties(read_properties(admin))
+    return config
 
 
 def _raise_if_node_died(state: LabState) -> None:
@@ -340,6 +370,7 @@ def lab_up(
     controllers: int,
     broker_config: dict[str, str],
     wait_s: float,
+    security: sec.Security = sec.Security.plaintext,
     say: Say = _quiet,
 ) -> LabState:
     """Create (or restart) the lab in ``state_dir`` and wait for it to be ready."""
@@ -365,6 +396,11 @@ def lab_up(
                     "--broker-config differs from the stopped lab's",
                     hint="`kaudit lab down --purge` first to change it",
                 )
+            if security.value != existing.security:
+                raise LabStateError(
+                    f"the lab in {state_dir} was created with --security {existing.security}",
+                    hint="`kaudit lab down --purge` first to change it",
+                )
             if not live:
                 _check_ports_free(existing)
             say(f"restarting the existing lab in {state_dir}")
@@ -374,10 +410,13 @@ def lab_up(
             say(
                 f"formatting {brokers} broker(s) and {controllers} controller(s), "
                 f"Kafka {runtime.kafka_version}"
+                + ("" if security is sec.Security.plaintext else f", secured with {security}")
             )
-            state = create_lab(state_dir, runtime, brokers, controllers, broker_config)
+            state = create_lab(state_dir, runtime, brokers, controllers, broker_config, security)
         try:
             start_lab(state, wait_s=wait_s, say=say)
+            if state.security != sec.Security.plaintext:
+                sec.grant_user_acls(_lab_client_config(state), timeout=30)
         except BaseException:
             _stop_nodes(state, state.nodes, signal.SIGKILL, wait_s=10)
             state.save()

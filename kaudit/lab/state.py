@@ -72,6 +72,8 @@ class LabState:
     kafka_version: str
     nodes: list[LabNode] = field(default_factory=list)
     broker_config: dict[str, str] = field(default_factory=dict)
+    security: str = "plaintext"
+    """``plaintext``, ``sasl_ssl`` or ``mtls`` (see :mod:`kaudit.lab.security`)."""
 
     @property
     def brokers(self) -> list[LabNode]:
@@ -87,6 +89,21 @@ class LabState:
     def bootstrap(self) -> str:
         """The bootstrap servers string for clients."""
         return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers)
+
+    def client_properties_for(self, user: str) -> Path | None:
+        """The Java client.properties of ``user`` on a secured lab; None on a plaintext one."""
+        from kaudit.lab import security
+
+        if self.security == security.Security.plaintext:
+            return None
+        return security.material(self.state_dir).client_properties(user)
+
+    @property
+    def client_properties(self) -> Path | None:
+        """The client.properties an operator uses (an ordinary user), if the lab is secured."""
+        from kaudit.lab import security
+
+        return self.client_properties_for(security.USER)
 
     def node(self, node_id: int) -> LabNode:
         """The node with ``node_id``, or an input error listing the ids there are."""

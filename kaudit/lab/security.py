@@ -1,0 +1,258 @@
+"""A secured lab: TLS certificates, SCRAM users, the standard authorizer and ACLs.
+
+Two modes besides plaintext:
+
+- ``sasl_ssl``: clients authenticate with SCRAM-SHA-512 (or PLAIN) over TLS.
+- ``mtls``: clients authenticate with a certificate (TLS client auth).
+
+Brokers talk to each other over the client listener (SCRAM as ``admin``, or
+their own certificate) and to the controllers over a TLS listener that
+requires the broker certificate: KRaft's controller listener cannot use SCRAM,
+and leaving it plaintext would make every broker request anonymous.
+
+Users (principals), the same in both modes:
+
+- ``admin``: a super user, for the lab itself;
+- ``alice``: an ordinary user with ACLs for everything kaudit does;
+- ``nobody``: authenticates but has no ACLs, to see what kaudit says then.
+
+Everything is generated per lab with ``openssl`` into ``STATE_DIR/security``
+(private keys and passwords mode 0600) and never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from kaudit.errors import InputError, LabError
+
+BROKER_PRINCIPAL = "kaudit-broker"
+ADMIN = "admin"
+USER = "alice"
+NO_ACL_USER = "nobody"
+USERS = (ADMIN, USER, NO_ACL_USER)
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+# "CN=alice" -> "alice", so certificate and SCRAM principals have the same names.
+PRINCIPAL_RULES = "RULE:^CN=([^,]+)(,.*)?$/$1/,DEFAULT"
+
+
+class Security(StrEnum):
+    """How clients connect to the lab."""
+
+    plaintext = "plaintext"
+    sasl_ssl = "sasl_ssl"
+    mtls = "mtls"
+
+
+@dataclass(frozen=True)
+class Material:
+    """Paths of the generated security files of one lab."""
+
+    directory: Path
+
+    @property
+    def ca(self) -> Path:
+        """The CA certificate every client and broker trusts (PEM)."""
+        return self.directory / "ca.pem"
+
+    def keystore(self, name: str) -> Path:
+        """Private key plus certificate chain of ``name`` (PEM, PKCS#8 key)."""
+        return self.directory / f"{name}.pem"
+
+    def client_properties(self, user: str) -> Path:
+        """Java-style client properties for ``user``."""
+        return self.directory / ("client.properties" if user == USER else f"{user}.properties")
+
+    @property
+    def passwords_file(self) -> Path:
+        return self.directory / "passwords.json"
+
+    def passwords(self) -> dict[str, str]:
+        """SCRAM/PLAIN passwords by user."""
+        data: dict[str, str] = json.loads(self.passwords_file.read_text(encoding="utf-8"))
+        return data
+
+
+def material(state_dir: str | Path) -> Material:
+    """Where a lab keeps its security files."""
+    return Material(Path(state_dir) / "security")
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    exe = shutil.which("openssl")
+    if exe is None:
+        raise LabError("a secured lab needs the openssl command", hint="install openssl")
+    proc = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise LabError(f"openssl {args[0]} failed: {last[:200]}")
+
+
+def _private(path: Path, text: str) -> None:
+    """Write a file only its owner can read."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def generate(state_dir: Path, mode: Security) -> Material:
+    """Create the CA, certificates, passwords and client properties for a new lab."""
+    if mode is Security.plaintext:
+        raise InputError("a plaintext lab has no security material")
+    m = material(state_dir)
+    m.directory.mkdir(parents=True, exist_ok=True)
+    os.chmod(m.directory, 0o700)
+    d = m.directory
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
+             "-out", "ca.pem", "-days", "825", "-subj", "/CN=kaudit lab CA", cwd=d)
+    os.chmod(d / "ca.key", 0o600)
+    for name in (BROKER_PRINCIPAL, *USERS):
+        _issue(d, name, server=name == BROKER_PRINCIPAL)
+    passwords = {user: secrets.token_hex(16) for user in USERS}
+    _private(m.passwords_file, json.dumps(passwords, indent=2) + "\n")
+    for user in USERS:
+        _private(m.client_properties(user), client_properties_text(m, mode, user, passwords[user]))
+    return m
+
+
+def _issue(d: Path, name: str, *, server: bool) -> None:
+    """A key and a CA-signed certificate for ``name``, together in ``name.pem``."""
+    ext = d / f"{name}.ext"
+    ext.write_text(
+        "basicConstraints=CA:FALSE\n"
+        + ("subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+           "extendedKeyUsage=serverAuth,clientAuth\n" if server
+           else "extendedKeyUsage=clientAuth\n"),
+        encoding="utf-8",
+    )
+    _openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
+             "-out", f"{name}.key", cwd=d)
+    _openssl("req", "-new", "-key", f"{name}.key", "-subj", f"/CN={name}", "-out", f"{name}.csr",
+             cwd=d)
+    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-days", "825", "-extfile", ext.name, "-out", f"{name}.crt",
+             cwd=d)
+    key = (d / f"{name}.key").read_text(encoding="utf-8")
+    cert = (d / f"{name}.crt").read_text(encoding="utf-8")
+    _private(d / f"{name}.pem", key + cert)
+    for leftover in (f"{name}.key", f"{name}.csr", f"{name}.crt", ext.name):
+        (d / leftover).unlink()
+
+
+def _jaas(module: str, user: str, password: str, extra: str = "") -> str:
+    return (f"org.apache.kafka.common.security.{module} required "
+            f'username="{user}" password="{password}"{extra};')
+
+
+def client_properties_text(m: Material, mode: Security, user: str, password: str) -> str:
+    """A Java client.properties for ``user``: what an operator would hand to kafka-*.sh."""
+    lines = [f"# kaudit lab ({mode.value}) client settings for user {user}"]
+    if mode is Security.sasl_ssl:
+        lines += [
+            "security.protocol=SASL_SSL",
+            f"sasl.mechanism={SCRAM_MECHANISM}",
+            "sasl.jaas.config=" + _jaas("scram.ScramLoginModule", user, password),
+        ]
+    else:
+        lines += [
+            "security.protocol=SSL",
+            "ssl.keystore.type=PEM",
+            f"ssl.keystore.location={m.keystore(user)}",
+        ]
+    lines += ["ssl.truststore.type=PEM", f"ssl.truststore.location={m.ca}", ""]
+    return "\n".join(lines)
+
+
+def broker_properties(m: Material, mode: Security) -> dict[str, str]:
+    """Settings every broker adds (its client listener is named CLIENT)."""
+    props = _common_tls(m) | {
+        "listener.name.controller.ssl.client.auth": "required",
+        "inter.broker.listener.name": "CLIENT",
+    }
+    if mode is Security.sasl_ssl:
+        pw = m.passwords()
+        users = "".join(f' user_{u}="{p}"' for u, p in pw.items())
+        props |= {
+            "listener.security.protocol.map": "CONTROLLER:SSL,CLIENT:SASL_SSL",
+            "sasl.enabled.mechanisms": f"{SCRAM_MECHANISM},PLAIN",
+            "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+            "listener.name.client.scram-sha-512.sasl.jaas.config":
+                _jaas("scram.ScramLoginModule", ADMIN, pw[ADMIN]),
+            "listener.name.client.plain.sasl.jaas.config":
+                _jaas("plain.PlainLoginModule", ADMIN, pw[ADMIN], users),
+        }
+    else:
+        props |= {
+            "listener.security.protocol.map": "CONTROLLER:SSL,CLIENT:SSL",
+            "listener.name.client.ssl.client.auth": "required",
+        }
+    return props
+
+
+def controller_properties(m: Material) -> dict[str, str]:
+    """Settings every controller adds: a TLS listener that requires a client certificate."""
+    return _common_tls(m) | {
+        "listener.security.protocol.map": "CONTROLLER:SSL",
+        "ssl.client.auth": "required",
+    }
+
+
+def _common_tls(m: Material) -> dict[str, str]:
+    return {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(m.keystore(BROKER_PRINCIPAL)),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(m.ca),
+        "ssl.principal.mapping.rules": PRINCIPAL_RULES,
+        "authorizer.class.name": AUTHORIZER,
+        "super.users": f"User:{ADMIN};User:{BROKER_PRINCIPAL}",
+    }
+
+
+def format_arguments(m: Material, mode: Security) -> list[str]:
+    """``kafka-storage format`` arguments that create the SCRAM users with the metadata."""
+    if mode is not Security.sasl_ssl:
+        return []
+    return [
+        f"--add-scram={SCRAM_MECHANISM}=[name={user},password={password}]"
+        for user, password in m.passwords().items()
+    ]
+
+
+def grant_user_acls(admin_config: dict[str, Any], timeout: float) -> None:
+    """Give ``alice`` what kaudit needs: topics, groups, transactions, cluster reads."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    principal = f"User:{USER}"
+    grants = [
+        (ResourceType.TOPIC, "*", AclOperation.ALL),
+        (ResourceType.GROUP, "*", AclOperation.ALL),
+        (ResourceType.TRANSACTIONAL_ID, "*", AclOperation.ALL),
+        (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE),
+        (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE_CONFIGS),
+        (ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE),
+    ]
+    bindings = [
+        AclBinding(rtype, name, ResourcePatternType.LITERAL, principal, "*", op,
+                   AclPermissionType.ALLOW)
+        for rtype, name, op in grants
+    ]
+    admin = AdminClient(admin_config)
+    for future in admin.create_acls(bindings, request_timeout=timeout).values():
+        future.result(timeout=timeout)
