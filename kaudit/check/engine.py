@@ -103,7 +103,7 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
         ctx = ClientContext(thresholds=strictest([p.thresholds for p in profiles]),
                             profiles=names, topics=tuple(i.topic.name for i in topics))
         for rule in rules:
-            if rule.role != binding.client.role or not policies.rule_enabled(rule.id):
+            if rule.role not in ("any", binding.client.role) or not policies.rule_enabled(rule.id):
                 continue
             if rule.scope == "client":
                 run(rule, cast(ClientCheck, rule.check)(binding.client, ctx))

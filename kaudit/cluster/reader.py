@@ -56,6 +56,9 @@ def _configs(entries: Mapping[str, Any], sources: dict[int, ConfigSource]) -> Co
     })
 
 
+HIDDEN_SECURITY_CONFIG = "allow.everyone.if.no.acl.found"
+
+
 def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
                       unreadable: list[str], kind: str) -> dict[str, ConfigMap]:
     """DescribeConfigs for many resources, batched; denied ones go to ``unreadable``."""
@@ -96,6 +99,13 @@ def read_snapshot(settings: ConnectionSettings) -> ClusterSnapshot:
     unreadable: list[str] = []
     broker_configs = _describe_configs(session, ResourceType.BROKER,
                                        [str(b.id) for b in brokers], unreadable, "broker")
+    for broker_id, configs in broker_configs.items():
+        hidden = configs.get(HIDDEN_SECURITY_CONFIG)
+        if hidden is not None and hidden.value is None:
+            # Kafka shows settings it does not define itself (authorizer options) as
+            # sensitive, so their value cannot be judged from outside.
+            unreadable.append(f"the value of {HIDDEN_SECURITY_CONFIG} on broker {broker_id} "
+                              "(Kafka hides it; check server.properties)")
     topic_names = sorted(metadata.topics)
     topic_configs = _describe_configs(session, ResourceType.TOPIC, topic_names, unreadable,
                                       "topic")

@@ -20,6 +20,7 @@ FAMILIES: dict[str, str] = {
     "KA2": "live partition state (leaders, ISR, offline brokers)",
     "KA3": "brokers, cluster-wide defaults and Kafka's internal topics",
     "KA4": "producer and consumer configs, and producer x topic pairs",
+    "KA5": "security: listeners, authentication, authorization, TLS in clients",
 }
 """Rule id families by their first three characters (the registry's numbering)."""
 

@@ -4,7 +4,7 @@ Importing this package registers every rule; use :func:`all_rules` and
 :func:`get_rule` to reach them.
 """
 
-from kaudit.check.rules import client, cluster, live, meta, topic
+from kaudit.check.rules import client, cluster, live, meta, security, topic
 from kaudit.check.rules.registry import (
     Rule,
     RuleDoc,
@@ -25,5 +25,6 @@ __all__ = [
     "live",
     "meta",
     "rule_names",
+    "security",
     "topic",
 ]
