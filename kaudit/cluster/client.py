@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from kaudit.cluster.model import Broker
@@ -28,6 +29,15 @@ class ErrorCollector:
     def __call__(self, err: Any) -> None:
         with self._lock:
             self.errors.append(err)
+
+    def fatal(self) -> bool:
+        """An error no retry will cure was seen: bad credentials or an untrusted certificate."""
+        from confluent_kafka import KafkaError
+
+        with self._lock:
+            return any(e.code() in (KafkaError._AUTHENTICATION,
+                                    KafkaError.SASL_AUTHENTICATION_FAILED, KafkaError._SSL)
+                       for e in self.errors)
 
     def explain(self) -> str | None:
         """The most telling error seen: authentication and TLS before transport."""
@@ -91,6 +101,9 @@ class AdminSession:
         """The one-line exit-3 error for a cluster we could not talk to."""
         self.admin.poll(0.2)  # serve pending error callbacks: they say why
         reason = self.collector.explain() or (kafka_message(exc) if exc else None) or "no response"
+        if self.collector.fatal():
+            return ConnectionFailure(
+                f"cannot connect to Kafka at {self.settings.bootstrap_servers}: {reason}")
         return ConnectionFailure(
             f"cannot reach Kafka at {self.settings.bootstrap_servers} within "
             f"{self.settings.timeout:g}s: {reason}"
@@ -102,12 +115,18 @@ class AdminSession:
 
         from confluent_kafka import KafkaException
 
-        try:
-            return future.result(timeout=self.settings.timeout)
-        except FutureTimeout:
-            raise self.unreachable() from None
-        except KafkaException as exc:
-            raise self.unreachable(exc) from None
+        deadline = time.monotonic() + self.settings.timeout
+        while True:
+            # Short slices: a wrong password or an untrusted certificate ends the wait at
+            # once instead of after the whole timeout.
+            try:
+                return future.result(timeout=max(0.0, min(0.25, deadline - time.monotonic())))
+            except FutureTimeout:
+                self.admin.poll(0)
+                if self.collector.fatal() or time.monotonic() >= deadline:
+                    raise self.unreachable() from None
+            except KafkaException as exc:
+                raise self.unreachable(exc) from None
 
     def describe_identity(self) -> tuple[str | None, int | None, tuple[Broker, ...]]:
         """Cluster id, the controller clients are told about, and the brokers by id."""
