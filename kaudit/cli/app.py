@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from kaudit import __version__
-from kaudit.cli import check, cluster, lab, probe, reconcile, snapshot
+from kaudit.cli import check, cluster, demo, lab, probe, reconcile, snapshot
 from kaudit.cli.clicompat import ClickException
 from kaudit.connect.redact import redact
 from kaudit.errors import ExitCode, KauditError
@@ -28,6 +28,7 @@ app = typer.Typer(
 app.add_typer(lab.app, name="lab")
 app.command("check")(check.check)
 app.command("cluster")(cluster.cluster)
+app.command("demo")(demo.demo)
 app.add_typer(probe.app, name="probe")
 app.command("reconcile")(reconcile.reconcile)
 app.command("snapshot")(snapshot.snapshot)
