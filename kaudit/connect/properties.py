@@ -9,6 +9,7 @@ librdkafka key to use instead, naming the file and line.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,11 +93,45 @@ def parse_properties(text: str, path: str) -> PropertiesFile:
         key, value = _split_key_value(line)
         if not key:
             raise FileInputError(path, start, "a property has no key")
+        try:
+            value = expand_references(value)
+        except InputError as exc:
+            raise FileInputError(path, start, exc.message) from None
         values[key] = value
         lines[key] = start
         if is_secret_key(key):
             register_secret(value)
     return PropertiesFile(path=path, values=values, lines=lines)
+
+
+# Kafka's EnvVarConfigProvider and FileConfigProvider syntax, so secrets can stay out of
+# the file: ${env:NAME} and ${file:PATH:KEY} (KEY read from the properties file PATH).
+_REFERENCE = re.compile(r"\$\{(env|file):([^}]*)\}")
+
+
+def has_reference(value: str) -> bool:
+    """True when ``value`` takes (part of) itself from the environment or a file."""
+    return bool(_REFERENCE.search(value))
+
+
+def expand_references(value: str) -> str:
+    """Replace ``${env:NAME}`` and ``${file:PATH:KEY}`` in ``value``."""
+
+    def resolve(match: re.Match[str]) -> str:
+        kind, arg = match.groups()
+        if kind == "env":
+            if arg not in os.environ:
+                raise InputError(f"${{env:{arg}}}: environment variable {arg} is not set")
+            return os.environ[arg]
+        path, sep, key = arg.rpartition(":")
+        if not sep or not path:
+            raise InputError(f"${{file:{arg}}}: expected ${{file:PATH:KEY}}")
+        found = read_properties(path).values.get(key)
+        if found is None:
+            raise InputError(f"${{file:{arg}}}: {path} has no key {key!r}")
+        return found
+
+    return _REFERENCE.sub(resolve, value)
 
 
 def read_properties(path: str | Path) -> PropertiesFile:
@@ -166,8 +201,8 @@ def translate_java_properties(props: PropertiesFile) -> dict[str, str]:
         raise FileInputError(props.path, props.line_of(key), message)
 
     for key, value in src.items():
-        if key in _IGNORED_JAVA_KEYS:
-            continue
+        if key in _IGNORED_JAVA_KEYS or key.startswith("config.providers"):
+            continue  # config providers: kaudit resolves ${env:...} and ${file:...} itself
         if key == "sasl.jaas.config":
             parsed = _jaas_options(value)
             if parsed is None:

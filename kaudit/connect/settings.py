@@ -20,7 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kaudit.connect.contexts import load_context
-from kaudit.connect.properties import read_properties, translate_java_properties
+from kaudit.connect.properties import (
+    expand_references,
+    has_reference,
+    read_properties,
+    translate_java_properties,
+)
 from kaudit.connect.redact import is_secret_key, register_secret
 from kaudit.errors import InputError
 
@@ -68,9 +73,15 @@ def parse_key_values(items: Sequence[str], option: str) -> dict[str, str]:
 def parse_property_flags(items: Sequence[str]) -> dict[str, str]:
     """Parse repeated ``-X KEY=VALUE`` flags, warning about secrets on the command line."""
     out = parse_key_values(items, "-X")
-    for key, value in out.items():
+    for key, raw in out.items():
+        try:
+            out[key] = value = expand_references(raw)
+        except InputError as exc:
+            raise InputError(f"-X {key}: {exc.message}") from None
         if is_secret_key(key):
             register_secret(value)
+            if has_reference(raw):
+                continue  # the secret itself is not on the command line
             log.warning("-X %s on the command line is visible in the process list and shell "
                         "history; put it in a --command-config file instead", key)
     return out
@@ -104,8 +115,13 @@ def resolve_connection(
         or os.environ.get(ENV_COMMAND_CONFIG)
         or (ctx.command_config if ctx else None)
     )
-    merged: dict[str, str] = dict(ctx.properties) if ctx else {}
-    for key, value in merged.items():
+    merged: dict[str, str] = {}
+    for key, raw in (ctx.properties if ctx else {}).items():
+        try:
+            merged[key] = value = expand_references(raw)
+        except InputError as exc:
+            raise InputError(f"context {ctx.name if ctx else ''} property {key}: "
+                             f"{exc.message}") from None
         if is_secret_key(key):
             register_secret(value)
     if config_file:

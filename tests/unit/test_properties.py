@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from kaudit.connect.properties import parse_properties, translate_java_properties
+from kaudit.connect.properties import parse_properties, read_properties, translate_java_properties
 from kaudit.errors import FileInputError
 
 
@@ -114,3 +116,46 @@ def test_unknown_login_module_is_rejected() -> None:
     with pytest.raises(FileInputError, match="Krb5LoginModule"):
         translate("sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required "
                   "useKeyTab=true;\n")
+
+
+def test_references_to_env_and_files_are_expanded_and_secret(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kaudit.connect.redact import MASK, redact
+
+    monkeypatch.setenv("KAFKA_PW", "s3cret-from-env")
+    vault = tmp_path / "vault.properties"
+    vault.write_text("alice.password=s3cret-from-file\n")
+    cfg = tmp_path / "client.properties"
+    cfg.write_text(
+        "config.providers=env,file\n"
+        "config.providers.env.class=org.apache.kafka.common.config.provider."
+        "EnvVarConfigProvider\n"
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="alice" password="${env:KAFKA_PW}";\n'
+        f"ssl.key.password=${{file:{vault}:alice.password}}\n")
+    conf = translate_java_properties(read_properties(cfg))
+    assert conf["sasl.password"] == "s3cret-from-env"
+    assert conf["ssl.key.password"] == "s3cret-from-file"
+    assert not any(k.startswith("config.providers") for k in conf)
+    assert redact("pw s3cret-from-env and s3cret-from-file") == f"pw {MASK} and {MASK}"
+
+
+def test_a_missing_reference_names_the_file_line_not_a_value(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_SUCH_PW", raising=False)
+    cfg = tmp_path / "client.properties"
+    cfg.write_text("security.protocol=SSL\nssl.key.password=${env:NO_SUCH_PW}\n")
+    with pytest.raises(FileInputError) as err:
+        read_properties(cfg)
+    assert err.value.line == 2 and "NO_SUCH_PW is not set" in str(err.value)
+    with pytest.raises(FileInputError, match="has no key"):
+        expand_references_in(tmp_path)
+
+
+def expand_references_in(tmp_path: Path) -> None:
+    vault = tmp_path / "v.properties"
+    vault.write_text("a=b\n")
+    cfg = tmp_path / "c.properties"
+    cfg.write_text(f"sasl.password=${{file:{vault}:missing}}\n")
+    read_properties(cfg)

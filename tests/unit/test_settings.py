@@ -89,6 +89,26 @@ def test_password_on_command_line_warns(isolated_config: Path,
     assert "pw-on-cli" not in caplog.text
 
 
+def test_password_from_env_on_command_line_does_not_warn(
+        isolated_config: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    monkeypatch.setenv("CI_KAFKA_PASSWORD", "pw-from-ci-env")
+    logger = logging.getLogger("kaudit")
+    logger.propagate = True
+    try:
+        with caplog.at_level(logging.WARNING, logger="kaudit"):
+            settings = resolve_connection(
+                bootstrap_server="h:1", properties=["sasl.password=${env:CI_KAFKA_PASSWORD}"])
+    finally:
+        logger.propagate = False
+    assert settings.properties["sasl.password"] == "pw-from-ci-env"
+    assert "visible in the process list" not in caplog.text
+    with pytest.raises(InputError, match="-X sasl.password: .*UNSET_PW is not set"):
+        resolve_connection(bootstrap_server="h:1", properties=["sasl.password=${env:UNSET_PW}"])
+
+
 def test_unknown_context_and_bad_context_file(isolated_config: Path) -> None:
     with pytest.raises(InputError, match="does not exist"):
         resolve_connection(context="prod")
