@@ -120,7 +120,9 @@ class AdminSession:
             # Short slices: a wrong password or an untrusted certificate ends the wait at
             # once instead of after the whole timeout.
             try:
-                return future.result(timeout=max(0.0, min(0.25, deadline - time.monotonic())))
+                result = future.result(timeout=max(0.0, min(0.25, deadline - time.monotonic())))
+                self.admin.poll(0)  # hand queued librdkafka log lines to logging (-vv)
+                return result
             except FutureTimeout:
                 self.admin.poll(0)
                 if self.collector.fatal() or time.monotonic() >= deadline:

@@ -105,7 +105,7 @@ def test_password_from_env_on_command_line_does_not_warn(
         logger.propagate = False
     assert settings.properties["sasl.password"] == "pw-from-ci-env"
     assert "visible in the process list" not in caplog.text
-    with pytest.raises(InputError, match="-X sasl.password: .*UNSET_PW is not set"):
+    with pytest.raises(InputError, match=r"-X sasl\.password: .*UNSET_PW is not set"):
         resolve_connection(bootstrap_server="h:1", properties=["sasl.password=${env:UNSET_PW}"])
 
 
