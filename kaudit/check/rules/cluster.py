@@ -17,6 +17,7 @@ from kaudit.check.rules.common import (
     broker_values,
     durability,
     provenance,
+    where_on,
 )
 from kaudit.check.rules.registry import ClusterContext, Violation, rule
 from kaudit.cluster.model import ClusterSnapshot, Topic
@@ -28,10 +29,6 @@ def _brokers_known(snapshot: ClusterSnapshot) -> bool:
 
 def _topic(snapshot: ClusterSnapshot, name: str) -> Topic | None:
     return next((t for t in snapshot.topics if t.name == name), None)
-
-
-def _where(subject: Subject) -> str:
-    return "the brokers" if subject.kind is SubjectKind.cluster else f"broker {subject.name}"
 
 
 def _brokers_fail(count: int) -> str:
@@ -46,7 +43,7 @@ def _internal_rf(ctx: ClusterContext, config: str, topic_name: str,
             rf = as_int(value, 0)
             if rf < floor:
                 yield Violation(subject,
-                                f"{config}={rf} on {_where(subject)} "
+                                f"{config}={rf} on {where_on(subject)} "
                                 f"({provenance(value)}) creates {topic_name} with fewer than "
                                 f"{floor} copies of {what}.",
                                 expected=f">= {floor}", actual=str(rf),
@@ -119,14 +116,14 @@ def transaction_log_min_isr(ctx: ClusterContext) -> Iterator[Violation]:
             rf = as_int(rf_value, 3) if rf_value is not None else None
             if rf is not None and min_isr > rf:
                 yield Violation(subject,
-                                f"transaction.state.log.min.isr={min_isr} on {_where(subject)} "
+                                f"transaction.state.log.min.isr={min_isr} on {where_on(subject)} "
                                 f"is larger than transaction.state.log.replication.factor={rf}, "
                                 "so no transaction can complete.",
                                 expected=f"<= {rf}", actual=str(min_isr),
                                 source=value.source.value)
             elif min_isr < floor:
                 yield Violation(subject,
-                                f"transaction.state.log.min.isr={min_isr} on {_where(subject)} "
+                                f"transaction.state.log.min.isr={min_isr} on {where_on(subject)} "
                                 f"({provenance(value)}) lets transaction state be acknowledged "
                                 f"by fewer than {floor} replicas.",
                                 expected=f">= {floor}", actual=str(min_isr),
@@ -161,7 +158,7 @@ def default_replication_factor(ctx: ClusterContext) -> Iterator[Violation]:
         rf = as_int(value, 1)
         if rf < floor:
             yield Violation(subject,
-                            f"default.replication.factor={rf} on {_where(subject)} "
+                            f"default.replication.factor={rf} on {where_on(subject)} "
                             f"({provenance(value)}) gives new topics fewer than {floor} "
                             "replicas unless their creator asks for more.",
                             expected=f">= {floor}", actual=str(rf), source=value.source.value)
@@ -184,7 +181,7 @@ def default_min_isr(ctx: ClusterContext) -> Iterator[Violation]:
         min_isr = as_int(value, 1)
         if min_isr < floor:
             yield Violation(subject,
-                            f"min.insync.replicas={min_isr} on {_where(subject)} "
+                            f"min.insync.replicas={min_isr} on {where_on(subject)} "
                             f"({provenance(value)}) is inherited by every topic that does not "
                             "set its own.",
                             expected=f">= {floor}", actual=str(min_isr), source=value.source.value)
@@ -206,7 +203,7 @@ def auto_create_topics(ctx: ClusterContext) -> Iterator[Violation]:
     for subject, value in broker_values(ctx.snapshot, "auto.create.topics.enable"):
         if as_bool(value):
             yield Violation(subject,
-                            f"auto.create.topics.enable=true on {_where(subject)} "
+                            f"auto.create.topics.enable=true on {where_on(subject)} "
                             f"({provenance(value)}) lets a mistyped topic name create a topic "
                             "with default settings.",
                             expected="false", actual="true", source=value.source.value)
@@ -228,7 +225,7 @@ def broker_unclean_leader_election(ctx: ClusterContext) -> Iterator[Violation]:
     for subject, value in broker_values(ctx.snapshot, "unclean.leader.election.enable"):
         if as_bool(value):
             yield Violation(subject,
-                            f"unclean.leader.election.enable=true on {_where(subject)} "
+                            f"unclean.leader.election.enable=true on {where_on(subject)} "
                             f"({provenance(value)}) lets every topic that does not override it "
                             "lose acknowledged messages on leader failover.",
                             expected="false", actual="true", source=value.source.value)

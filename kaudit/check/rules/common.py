@@ -133,6 +133,11 @@ def broker_values(snapshot: ClusterSnapshot, name: str) -> list[tuple[Subject, C
     return [(Subject(SubjectKind.broker, str(bid)), v) for bid, v in seen.items()]
 
 
+def where_on(subject: Subject) -> str:
+    """'the brokers' for a cluster-wide value, else 'broker N'."""
+    return "the brokers" if subject.kind is SubjectKind.cluster else f"broker {subject.name}"
+
+
 def show(value: ConfigValue) -> str:
     """``name=value``."""
     return f"{value.name}={value.value}"

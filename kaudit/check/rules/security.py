@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from kaudit.check.clients import ClientConfig
 from kaudit.check.findings import Severity, Subject, SubjectKind
 from kaudit.check.rules.client import client_subject
-from kaudit.check.rules.common import as_bool, broker_values, provenance
+from kaudit.check.rules.common import as_bool, broker_values, provenance, where_on
 from kaudit.check.rules.registry import ClientContext, ClusterContext, Violation, rule
 from kaudit.cluster.model import ClusterSnapshot, ConfigMap, ConfigSource, ConfigValue
 
@@ -154,14 +154,10 @@ def no_authorizer(ctx: ClusterContext) -> Iterator[Violation]:
         subjects = [(Subject(SubjectKind.broker, str(bid)), v) for bid, v in without.items()]
     for subject, value in subjects:
         yield Violation(subject,
-                        f"No authorizer on {_where(subject)} ({provenance(value)}): ACLs are "
+                        f"No authorizer on {where_on(subject)} ({provenance(value)}): ACLs are "
                         "not enforced, so any client that connects may read, write, delete "
                         "topics and change configs.",
                         expected="an authorizer", actual="none", source=value.source.value)
-
-
-def _where(subject: Subject) -> str:
-    return "the brokers" if subject.kind is SubjectKind.cluster else f"broker {subject.name}"
 
 
 def _hidden(snapshot: ClusterSnapshot, name: str) -> list[tuple[Subject, ConfigValue]]:
@@ -192,7 +188,7 @@ def allow_everyone(ctx: ClusterContext) -> Iterator[Violation]:
     for subject, value in broker_values(ctx.snapshot, name):
         if value.value is not None and as_bool(value):
             yield Violation(subject,
-                            f"{name}=true on {_where(subject)} ({provenance(value)}): every "
+                            f"{name}=true on {where_on(subject)} ({provenance(value)}): every "
                             "resource without an ACL is open to every principal.",
                             expected="false", actual="true", source=value.source.value)
 
@@ -213,7 +209,7 @@ def super_users(ctx: ClusterContext) -> Iterator[Violation]:
         if value.value:
             principals = [p.strip() for p in value.value.split(";") if p.strip()]
             yield Violation(subject,
-                            f"{len(principals)} super user(s) on {_where(subject)} bypass "
+                            f"{len(principals)} super user(s) on {where_on(subject)} bypass "
                             f"every ACL: {', '.join(principals)}.",
                             expected="a short, known list", actual=value.value,
                             source=value.source.value)
@@ -223,7 +219,7 @@ def super_users(ctx: ClusterContext) -> Iterator[Violation]:
                    hidden[0][1])]
     for subject, value in hidden:
         yield Violation(subject,
-                        f"super.users is set on {_where(subject)} ({provenance(value)}); the "
+                        f"super.users is set on {where_on(subject)} ({provenance(value)}); the "
                         "broker hides the list. Those principals bypass every ACL.",
                         expected="a short, known list", actual="set (hidden)",
                         source=value.source.value)
