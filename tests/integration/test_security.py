@@ -1,0 +1,313 @@
+"""Every command against secured labs (SASL_SSL with SCRAM/PLAIN, and mTLS), and a
+weakened plaintext lab for the security rules.
+
+Each lab here has one broker, so it starts quickly; the probe topics use
+replication factor 1. A known password must appear nowhere kaudit writes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kaudit.connect.properties import read_properties, translate_java_properties
+from tests.conftest import Run, run_kaudit
+
+pytestmark = [pytest.mark.kafka]
+
+
+@dataclass(frozen=True)
+class SecureLab:
+    """A running secured lab and what `kaudit lab` says about it."""
+
+    state_dir: Path
+    bootstrap: str
+    status: dict[str, Any]
+
+    @property
+    def security(self) -> Path:
+        return self.state_dir / "security"
+
+    @property
+    def properties(self) -> Path:
+        """The printed client properties (user alice, with ACLs)."""
+        return Path(self.status["client_properties"])
+
+    def passwords(self) -> dict[str, str]:
+        data: dict[str, str] = json.loads((self.security / "passwords.json").read_text())
+        return data
+
+    def env(self, properties: Path | None = None) -> dict[str, str]:
+        """What `eval "$(kaudit lab env)"` exports."""
+        return {"KAUDIT_BOOTSTRAP_SERVERS": self.bootstrap,
+                "KAUDIT_COMMAND_CONFIG": str(properties or self.properties)}
+
+    def run(self, *args: str, properties: Path | None = None, timeout: float = 300) -> Run:
+        return run_kaudit(*args, env=self.env(properties), timeout=timeout)
+
+    def librdkafka_config(self) -> dict[str, Any]:
+        """alice's settings as a librdkafka client needs them, for test fixtures."""
+        conf: dict[str, Any] = translate_java_properties(read_properties(self.properties))
+        return conf | {"bootstrap.servers": self.bootstrap}
+
+
+def _start_lab(mode: str, *extra: str) -> Iterator[tuple[Path, Run]]:
+    state_dir = Path(tempfile.mkdtemp(prefix=f"kaudit-test-{mode}-"))
+    started = run_kaudit("lab", "up", "--brokers", "1", "--security", mode,
+                         "--state-dir", str(state_dir), *extra, timeout=900)
+    try:
+        if started.code != 0:
+            pytest.fail(f"kaudit lab up --security {mode} failed ({started.code}): "
+                        f"{started.stderr}")
+        yield state_dir, started
+    finally:
+        run_kaudit("lab", "down", "--purge", "--state-dir", str(state_dir), timeout=120)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _secure_lab(mode: str) -> Iterator[SecureLab]:
+    for state_dir, started in _start_lab(mode):
+        status = run_kaudit("lab", "status", "-f", "json", "--state-dir", str(state_dir))
+        assert status.code == 0, status.stderr
+        yield SecureLab(state_dir, started.stdout.strip(), json.loads(status.stdout))
+
+
+@pytest.fixture(scope="module")
+def sasl_lab() -> Iterator[SecureLab]:
+    yield from _secure_lab("sasl_ssl")
+
+
+@pytest.fixture(scope="module")
+def mtls_lab() -> Iterator[SecureLab]:
+    yield from _secure_lab("mtls")
+
+
+def assert_no_secret(secrets: list[str], runs: list[Run], *roots: Path) -> None:
+    """No secret in any stdout, stderr, or file under ``roots``."""
+    for run in runs:
+        for secret in secrets:
+            assert secret not in run.stdout and secret not in run.stderr
+    files = [f for root in roots for f in ([root] if root.is_file() else root.rglob("*"))
+             if f.is_file()]
+    assert files or not roots
+    for f in files:
+        data = f.read_bytes()
+        for secret in secrets:
+            assert secret.encode() not in data, f"{secret[:3]}... leaked into {f}"
+
+
+def one_line(run: Run) -> str:
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    return lines[0]
+
+
+def test_lab_status_and_env_point_at_private_client_properties(sasl_lab: SecureLab) -> None:
+    assert sasl_lab.status["security"] == "sasl_ssl"
+    props = sasl_lab.properties
+    text = props.read_text()
+    assert "security.protocol=SASL_SSL" in text and "sasl.mechanism=SCRAM-SHA-512" in text
+    assert "ssl.truststore.type=PEM" in text
+    for private in (props, sasl_lab.security / "passwords.json",
+                    sasl_lab.security / "alice.pem", sasl_lab.security / "ca.key"):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600, private
+    env = run_kaudit("lab", "env", "--state-dir", str(sasl_lab.state_dir))
+    assert f"export KAUDIT_COMMAND_CONFIG={props}" in env.stdout.splitlines()
+    shown = run_kaudit("lab", "status", "-f", "table", "--state-dir", str(sasl_lab.state_dir))
+    assert_no_secret(list(sasl_lab.passwords().values()), [env, shown])
+
+
+def test_every_command_works_with_the_printed_properties_and_leaks_nothing(
+        sasl_lab: SecureLab, tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    out.mkdir()
+    runs = [
+        sasl_lab.run("cluster", "-f", "json"),
+        sasl_lab.run("snapshot", "-o", str(out / "snapshot.json")),
+        # One broker: the internal topics' replication factor is an error, hence --exit-zero.
+        sasl_lab.run("check", "--exit-zero", "-f", "json", "-o", str(out / "check.json")),
+        sasl_lab.run("check", "--exit-zero", "-f", "sarif", "-o", str(out / "check.sarif")),
+        sasl_lab.run("check", "--exit-zero", "-f", "junit", "-o", str(out / "check.xml")),
+        sasl_lab.run("check", "--exit-zero", "-f", "github"),
+        sasl_lab.run("-vv", "check", "--exit-zero", "--snapshot", str(out / "snapshot.json"),
+                     "-f", "table"),
+        sasl_lab.run("probe", "--count", "3000", "--replication-factor", "1",
+                     "--min-insync-replicas", "1", "--expect", "exactly-once", "-f", "json",
+                     "-o", str(out / "probe.json")),
+    ]
+    for run in runs:
+        assert run.code == 0, run.stderr
+    assert json.loads(runs[0].stdout)["brokers"][0]["port"] == int(
+        sasl_lab.bootstrap.rsplit(":", 1)[1])
+    check = json.loads((out / "check.json").read_text())
+    rules = {f["rule"] for f in check["findings"]}
+    assert "KA505" in rules and "KA503" not in rules  # super users set, authorizer on
+    probe = json.loads((out / "probe.json").read_text())
+    assert probe["verdict"] == "pass" and probe["lost"] == 0
+    assert probe["acked"] == 3000
+    # A debug run logs librdkafka's own lines; still no password, no key material.
+    runs.append(sasl_lab.run("-vv", "cluster", "-f", "json", "-X", "debug=security,broker"))
+    assert "SASL" in runs[-1].stderr and "rdkafka" in runs[-1].stderr
+    assert_no_secret(list(sasl_lab.passwords().values()), runs, out)
+    assert all("PRIVATE KEY" not in r.stdout + r.stderr for r in runs)
+
+
+def test_librdkafka_properties_with_plain_and_a_warning_for_x_passwords(
+        sasl_lab: SecureLab, tmp_path: Path) -> None:
+    password = sasl_lab.passwords()["alice"]
+    rdkafka = tmp_path / "rdkafka.properties"
+    rdkafka.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+                       f"sasl.username=alice\nsasl.password={password}\n"
+                       f"ssl.ca.location={sasl_lab.security / 'ca.pem'}\n")
+    from_file = sasl_lab.run("cluster", "-f", "json", properties=rdkafka)
+    assert from_file.code == 0, from_file.stderr
+    flags = run_kaudit("cluster", "-f", "json", "-b", sasl_lab.bootstrap,
+                       "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanism=SCRAM-SHA-512",
+                       "-X", "sasl.username=alice", "-X", f"sasl.password={password}",
+                       "-X", f"ssl.ca.location={sasl_lab.security / 'ca.pem'}")
+    assert flags.code == 0, flags.stderr
+    assert "-X sasl.password on the command line" in flags.stderr
+    assert_no_secret([password], [from_file, flags])
+
+
+def test_wrong_password_is_exit_3_with_one_line_and_no_password(
+        sasl_lab: SecureLab, tmp_path: Path) -> None:
+    wrong = "Wr0ng-" + uuid.uuid4().hex
+    bad = tmp_path / "wrong.properties"
+    bad.write_text(sasl_lab.properties.read_text().replace(
+        sasl_lab.passwords()["alice"], wrong))
+    runs = []
+    for args in (("cluster",), ("snapshot", "-o", str(tmp_path / "s.json")), ("check",),
+                 ("probe", "--count", "100", "--replication-factor", "1"),
+                 ("reconcile", "--topic", "orders", "--sink", f"json:{tmp_path}",
+                  "--key", "id")):
+        run = sasl_lab.run(*args, "--timeout", "20", properties=bad)
+        assert run.code == 3, (args, run.stderr)
+        line = one_line(run)
+        assert "authentication failed" in line, line
+        runs.append(run)
+    assert not (tmp_path / "s.json").exists()
+    assert_no_secret([wrong, sasl_lab.passwords()["alice"]], runs)
+
+
+def _other_ca(directory: Path) -> Path:
+    directory.mkdir(exist_ok=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    "other-ca.key", "-out", "other-ca.pem", "-days", "2", "-subj",
+                    "/CN=not the lab CA"], cwd=directory, check=True, capture_output=True)
+    return directory / "other-ca.pem"
+
+
+def test_untrusted_broker_certificate_is_exit_3_naming_tls(
+        sasl_lab: SecureLab, tmp_path: Path) -> None:
+    bad = tmp_path / "untrusted.properties"
+    bad.write_text(sasl_lab.properties.read_text().replace(
+        str(sasl_lab.security / "ca.pem"), str(_other_ca(tmp_path))))
+    run = sasl_lab.run("check", "--timeout", "20", properties=bad)
+    assert run.code == 3, run.stderr
+    line = one_line(run)
+    assert "TLS handshake failed" in line and "certificate verify failed" in line, line
+
+
+def test_sasl_without_a_mechanism_is_exit_2(sasl_lab: SecureLab, tmp_path: Path) -> None:
+    bad = tmp_path / "nomech.properties"
+    bad.write_text("security.protocol=SASL_SSL\nsasl.username=alice\nsasl.password=x\n"
+                   f"ssl.ca.location={sasl_lab.security / 'ca.pem'}\n")
+    run = sasl_lab.run("cluster", properties=bad)
+    assert run.code == 2
+    assert "needs sasl.mechanism" in one_line(run)
+
+
+def test_user_without_acls_gets_a_finding_not_a_crash(sasl_lab: SecureLab) -> None:
+    run = sasl_lab.run("check", "--exit-zero", "-f", "json",
+                       properties=sasl_lab.security / "nobody.properties")
+    assert run.code == 0, run.stderr
+    doc = json.loads(run.stdout)
+    unreadable = [f for f in doc["findings"] if f["rule"] == "KA002"]
+    assert unreadable and all("not authorized" in f["message"] for f in unreadable)
+    assert "configs of broker 1" in unreadable[0]["message"]
+
+
+@pytest.mark.spark
+def test_reconcile_reads_the_secured_topic_through_spark(
+        sasl_lab: SecureLab, tmp_path: Path) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"orders-{uuid.uuid4().hex[:6]}"
+    conf = sasl_lab.librdkafka_config()
+    admin = AdminClient(conf)  # kept referenced: a collected client cancels its futures
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    producer = Producer(conf | {"enable.idempotence": True})
+    for i in range(50):
+        producer.produce(topic, key=str(i), value=json.dumps({"id": i, "status": "new"}))
+    assert producer.flush(30) == 0
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    (sink / "part-0.json").write_text("".join(
+        json.dumps({"id": i, "status": "new"}) + "\n" for i in range(50) if i != 7))
+    run = sasl_lab.run("reconcile", "--topic", topic, "--sink", f"json:{sink}", "--key", "id",
+                       "--compare", "status", "-f", "json", "--output-dir",
+                       str(tmp_path / "out"), timeout=600)
+    assert run.code == 1, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["counts"]["topic_records"] == 50
+    assert doc["counts"]["missing_in_sink"] == 1
+    assert [int(s["key"]) for s in doc["samples"]["missing_in_sink"]] == [7]
+    assert_no_secret(list(sasl_lab.passwords().values()), [run], tmp_path / "out")
+
+
+def test_mtls_commands_authenticate_with_a_client_certificate(
+        mtls_lab: SecureLab, tmp_path: Path) -> None:
+    assert mtls_lab.status["security"] == "mtls"
+    assert "ssl.keystore.type=PEM" in mtls_lab.properties.read_text()
+    runs = [
+        mtls_lab.run("cluster", "-f", "json"),
+        mtls_lab.run("check", "--exit-zero", "-f", "json"),
+        mtls_lab.run("probe", "--count", "2000", "--replication-factor", "1",
+                     "--min-insync-replicas", "1", "-f", "json"),
+    ]
+    for run in runs:
+        assert run.code == 0, run.stderr
+    assert json.loads(runs[2].stdout)["lost"] == 0
+    assert "PRIVATE KEY" not in "".join(r.stdout + r.stderr for r in runs)
+
+
+def test_mtls_without_a_client_certificate_is_exit_3(
+        mtls_lab: SecureLab, tmp_path: Path) -> None:
+    bare = tmp_path / "nocert.properties"
+    bare.write_text("security.protocol=SSL\nssl.truststore.type=PEM\n"
+                    f"ssl.truststore.location={mtls_lab.security / 'ca.pem'}\n")
+    run = mtls_lab.run("cluster", "--timeout", "8", properties=bare)
+    assert run.code == 3, run.stderr
+    one_line(run)
+
+
+def test_check_flags_a_deliberately_weakened_broker() -> None:
+    weak = ("--broker-config", "listeners=PLAINTEXT://0.0.0.0:{port}",
+            "--broker-config", "authorizer.class.name="
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "--broker-config", "allow.everyone.if.no.acl.found=true",
+            "--broker-config", "super.users=User:ANONYMOUS")
+    for _, started in _start_lab("plaintext", *weak):
+        run = run_kaudit("check", "-b", started.stdout.strip(), "-f", "json")
+        assert run.code == 1, run.stderr  # KA501 is an error
+        findings = json.loads(run.stdout)["findings"]
+        by_rule = {f["rule"]: f for f in findings}
+        assert by_rule["KA501"]["subject"] == {"kind": "broker", "name": "1"}
+        assert "every interface" in by_rule["KA501"]["message"]
+        assert "super.users is set" in by_rule["KA505"]["message"]
+        assert any("allow.everyone.if.no.acl.found" in f["message"]
+                   for f in findings if f["rule"] == "KA002")
+        assert "KA503" not in by_rule  # it has an authorizer
