@@ -206,6 +206,18 @@ class Timeline:
         if latency_ms > self._lat_max[i]:
             self._lat_max[i] = latency_ms
 
+    def acks(self, second: int, n: int, latency_min_ms: float, latency_max_ms: float) -> None:
+        """``n`` acknowledgements arrived during ``second``, with these extreme latencies
+        (the producer tallies a second's acks and hands them over at once)."""
+        if n <= 0:
+            return
+        i = self._slot(second)
+        self._acked[i] += n
+        if latency_min_ms < self._lat_min[i]:
+            self._lat_min[i] = latency_min_ms
+        if latency_max_ms > self._lat_max[i]:
+            self._lat_max[i] = latency_max_ms
+
     def failure(self, second: int, n: int = 1) -> None:
         """``n`` definite failures were reported during ``second``."""
         self._failed[self._slot(second)] += n

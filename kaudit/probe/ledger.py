@@ -208,12 +208,6 @@ class Ledger:
         """The broker acknowledged ``seq`` at ``offset`` (negative: offset unknown)."""
         if seq < 0:
             raise IndexError(f"negative sequence {seq}")
-        column = self._outcome[partition]
-        old = column[seq]
-        column[seq] = _ACKED
-        counts = self._pcounts[partition]
-        counts[old] -= 1
-        counts[_ACKED] += 1
         if offset < 0:
             offset = NO_OFFSET
         else:
@@ -223,6 +217,12 @@ class Ledger:
             if first == NO_OFFSET or offset < first:
                 self._first_acked[partition] = offset
         self._offsets[partition][seq] = offset
+        column = self._outcome[partition]
+        old = column[seq]
+        column[seq] = _ACKED
+        counts = self._pcounts[partition]
+        counts[old] -= 1
+        counts[_ACKED] += 1
 
     def failed(self, partition: int, seq: int, error_name: str) -> None:
         """``seq`` surely was not written (see :func:`classify_error`)."""

@@ -20,15 +20,17 @@ On an existing topic (``--existing``) probe messages also carry the header
 :data:`PROBE_HEADER` with the run id in hex (:func:`header_value`), so other consumers
 and operators can tell them apart without decoding values.
 
-Speed matters: the producer calls :func:`encode` once per message. The header is one
-precompiled :class:`struct.Struct` pack, and the padding for a size is built once and
-cached.
+Speed matters: the producer encodes every message (:func:`encoder` gives a function
+that is one precompiled :class:`struct.Struct` pack, padding included), and the
+read-back passes unpack only :data:`RUN_AND_SEQUENCE`. The padding for a size is built
+once and cached.
 """
 
 from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 RUN_ID_BYTES = 16
@@ -87,6 +89,24 @@ def encode(run_id: bytes, partition_seq: int, global_seq: int, sent_ns: int,
     return header + _padding(size - HEADER_SIZE)
 
 
+def encoder(run_id: bytes, size: int) -> Callable[[int, int, int], bytes]:
+    """:func:`encode` for one run and size, as a function of (partition_seq, global_seq,
+    sent_ns): the producer's per-message path. The run id is checked once; the value is
+    one pack of a struct that includes the padding (no concatenation). Same bytes as
+    :func:`encode`; a number outside [0, 2**64) raises :class:`struct.error`.
+    """
+    if len(run_id) != RUN_ID_BYTES:
+        raise ValueError(f"run id must be {RUN_ID_BYTES} bytes, got {len(run_id)}")
+    pad_len = max(size - HEADER_SIZE, 0)
+    pack = struct.Struct(f">3sB16sQQQ{pad_len}s").pack
+    pad = _padding(pad_len) if pad_len else b""
+
+    def encode_one(partition_seq: int, global_seq: int, sent_ns: int) -> bytes:
+        return pack(MAGIC, VERSION, run_id, partition_seq, global_seq, sent_ns, pad)
+
+    return encode_one
+
+
 def decode(value: bytes | None) -> ProbeRecord | None:
     """The probe fields of ``value``, or ``None`` when it is not a probe value."""
     if value is None or len(value) < HEADER_SIZE:
@@ -108,6 +128,12 @@ def header_value(run_id: bytes) -> bytes:
 
 _SEQ_AND_TIME = struct.Struct(">Q8xQ")
 _SEQ_OFFSET = 3 + 1 + RUN_ID_BYTES
+
+RUN_AND_SEQUENCE = struct.Struct(">3sB16sQ")
+"""Magic, version, run id and partition sequence: what the read-back passes need of a
+value, unpacked in one call (no :class:`ProbeRecord` per message). Callers check the
+length (at least :data:`HEADER_SIZE`), magic and version themselves, as :func:`decode`
+does."""
 
 
 def sequence_and_time(value: bytes) -> tuple[int, int]:

@@ -58,6 +58,7 @@ def probe_record(report: ProbeReport) -> dict[str, Any]:
                     "partition": e.partition} for e in report.events],
         "samples": {cls: [s.to_dict() for s in samples]
                     for cls, samples in v.samples.items() if samples},
+        "live_verification": report.live_verification,
         "drain_complete": report.drain_complete,
         "interrupted": report.interrupted,
         "topic_deleted": report.topic_deleted,

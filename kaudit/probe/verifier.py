@@ -283,20 +283,29 @@ class Verifier:
         if record.run_id != self._run_id:
             self._foreign += 1
             return
+        self.observe_sequence(partition, offset, record.partition_seq, pass_no)
+
+    def observe_foreign(self) -> None:
+        """The consumer read a probe message of another run (counted, otherwise ignored)."""
+        self._foreign += 1
+
+    def observe_sequence(self, partition: int, offset: int, seq: int,
+                         pass_no: int = 1) -> None:
+        """:meth:`observe` for a message the caller already knows is of this run: the
+        read-back passes' per-message path (no :class:`ProbeRecord` per message)."""
         last = self._open1 if pass_no == 1 else self._last_for(pass_no)
         if last is None:
             raise ValueError(f"pass {pass_no} was already reported done")
         if not 0 <= partition < self._n:
             if pass_no == 1:
                 self._unexpected_elsewhere += 1
-                self._sample_unexpected(partition, record.partition_seq, offset)
+                self._sample_unexpected(partition, seq, offset)
             return
         previous = last[partition]
         if offset <= previous:
             self._redelivered += 1
             return
         last[partition] = offset
-        seq = record.partition_seq
         flags = self._flags[partition]
         if pass_no == 1:
             if previous < 0:

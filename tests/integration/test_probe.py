@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -40,6 +41,7 @@ def test_clean_run_accounts_for_every_message(lab: Lab) -> None:
     assert doc["latency_ms"]["p50"] is not None and doc["latency_ms"]["max"] >= doc[
         "latency_ms"]["p50"]
     assert doc["topic_deleted"] and not topic_exists(lab, doc["topic"])
+    assert doc["live_verification"] and not doc["notes"]  # read while it was written
 
 
 def test_leader_kill_with_min_isr_2_loses_nothing(lab: Lab, restore_brokers: None) -> None:
@@ -54,6 +56,103 @@ def test_leader_kill_with_min_isr_2_loses_nothing(lab: Lab, restore_brokers: Non
     assert "leader-change" in kinds  # the kill moved leadership, and the report shows it
     fault = next(e for e in doc["events"] if e["kind"] == "fault")
     assert fault["detail"].startswith("SIGKILL leader")
+
+
+def lab_fault_run(lab: Lab, fault: str, *args: str, count: int = 12000,
+                  fault_at: str = "25%") -> dict[str, Any]:
+    """A short acks=all, min.insync.replicas=2 run (2,000 msg/s) under one lab fault; it
+    must lose nothing, exit 0, and heal (every broker running again when it ends)."""
+    code, doc, stderr = probe(
+        lab, "--count", str(count), "--rate", "2000", "--acks", "all",
+        "--min-insync-replicas", "2", "--no-unclean-leader-election", "--fault", fault,
+        "--fault-at", fault_at, "--lab-state-dir", lab.state_dir, *args)
+    assert code == 0, stderr + json.dumps(doc.get("violations"))
+    assert doc["sent"] == count and doc["lost"] == 0, doc["samples"]
+    assert doc["sent"] == doc["acked"] + doc["failed"] + doc["indeterminate"]
+    assert doc["verdict"] == "pass" and doc["drain_complete"]
+    assert not doc["live_verification"]  # a fault always reads the log again after the run
+    assert doc["topic_deleted"]
+    assert all(b["state"] == "running" for b in lab.status()["brokers"])  # type: ignore[union-attr]
+    return doc
+
+
+def events_of(doc: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [e for e in doc["events"] if e["kind"] == kind]
+
+
+def test_stop_leader_is_a_controlled_shutdown_that_loses_nothing(
+        lab: Lab, restore_brokers: None) -> None:
+    doc = lab_fault_run(lab, "stop-leader", "--fault-duration", "3",
+                        "--expect", "at-least-once")
+    [fault] = events_of(doc, "fault")
+    assert fault["detail"].startswith("SIGTERM leader")
+    broker = fault["detail"].split()[-1]
+    assert [e["detail"] for e in events_of(doc, "heal")] == [f"broker {broker} restarted"]
+    # A controlled shutdown hands leadership over before the broker exits.
+    assert any(e["partition"] == 0 and e["detail"].startswith(f"leader {broker} ->")
+               for e in events_of(doc, "leader-change"))
+
+
+def test_pause_leader_is_healed_and_idempotence_keeps_exactly_once(
+        lab: Lab, restore_brokers: None) -> None:
+    # A frozen leader keeps its connections open: requests time out and are retried.
+    # With idempotence (the default) the retries write nothing twice.
+    doc = lab_fault_run(lab, "pause-leader", "--fault-duration", "4",
+                        "--expect", "exactly-once")
+    [fault] = events_of(doc, "fault")
+    assert fault["detail"].startswith("SIGSTOP leader")
+    broker = fault["detail"].split()[-1]
+    assert [e["detail"] for e in events_of(doc, "heal")] == [f"broker {broker} resumed"]
+    assert doc["duplicated"] == 0 and doc["settings"]["idempotence"]
+
+
+def test_kill_broker_by_id_loses_nothing_and_restarts_it(lab: Lab,
+                                                          restore_brokers: None) -> None:
+    doc = lab_fault_run(lab, "kill-broker:2", "--fault-duration", "3",
+                        "--expect", "at-least-once")
+    assert [e["detail"] for e in events_of(doc, "fault")] == ["SIGKILL broker 2"]
+    assert [e["detail"] for e in events_of(doc, "heal")] == ["broker 2 restarted"]
+    assert doc["settings"]["faults"] == ["kill-broker:2"]
+    # Broker 2 is a replica of every partition (RF 3 on 3 brokers): the ISR shows it go.
+    assert any("2" not in e["detail"].split("->")[1] for e in events_of(doc, "isr-change"))
+
+
+def test_bounce_leader_chases_the_leader_n_times(lab: Lab, restore_brokers: None) -> None:
+    # Long enough for two kill-wait-restart rounds (a restart waits for registration);
+    # the run ending first would cut the chase short.
+    doc = lab_fault_run(lab, "bounce-leader:2", "--fault-duration", "4",
+                        "--expect", "at-least-once", count=80000, fault_at="10%")
+    faults = [e["detail"] for e in events_of(doc, "fault")]
+    assert [f.split(":")[0] for f in faults] == ["bounce 1/2", "bounce 2/2"], faults
+    killed = [f.split()[-1] for f in faults]
+    heals = [e["detail"] for e in events_of(doc, "heal")]
+    assert heals == [f"broker {b} restarted" for b in killed]
+    # Each round kills whoever leads partition 0 at that moment (the same broker again
+    # when leadership went back to it); the kills show in partition 0's leadership.
+    assert any(e["partition"] == 0 for e in events_of(doc, "leader-change"))
+
+
+def test_exec_and_exec_heal_run_their_commands_in_order(lab: Lab, tmp_path: Path) -> None:
+    fault_mark, heal_mark = tmp_path / "fault", tmp_path / "heal"
+    code, doc, stderr = probe(
+        lab, "--count", "6000", "--rate", "2000", "--expect", "exactly-once",
+        "--fault", f"exec:'touch {fault_mark}'", "--fault", f"exec-heal:'touch {heal_mark}'",
+        "--fault-at", "20%", "--fault-duration", "1")
+    assert code == 0, stderr + json.dumps(doc.get("violations"))
+    assert fault_mark.exists() and heal_mark.exists()
+    kinds = [(e["kind"], e["detail"]) for e in doc["events"]
+             if e["kind"] in ("fault", "heal")]
+    assert kinds == [("fault", "exec command exited 0"), ("heal", "exec heal command exited 0"),
+                     ("heal", "exec-heal")], kinds
+    assert doc["settings"]["faults"] == ["exec", "exec-heal"]  # commands are not echoed
+    assert str(tmp_path) not in json.dumps(doc)
+    assert doc["lost"] == 0 and doc["duplicated"] == 0 and doc["sent"] == doc["acked"] == 6000
+    assert not doc["live_verification"]
+
+
+def test_exec_heal_without_exec_is_a_usage_error(lab: Lab) -> None:
+    code, _, stderr = probe(lab, "--count", "10", "--fault", "exec-heal:'true'")
+    assert code == 2 and "exec-heal" in stderr
 
 
 def test_records_deleted_behind_the_probes_back_are_lost(lab: Lab, tmp_path: Path) -> None:
@@ -77,6 +176,48 @@ def test_records_deleted_behind_the_probes_back_are_lost(lab: Lab, tmp_path: Pat
     assert any(v.startswith("lost:") for v in doc["violations"])
     assert doc["samples"]["lost"][0]["partition"] == 0
     assert any(e["kind"] == "fault" and "exec" in e["detail"] for e in doc["events"])
+
+
+def test_records_deleted_while_read_live_are_still_lost(lab: Lab) -> None:
+    """No fault: the probe reads while it writes. Records it already read are then
+    deleted behind its back; the live pass is set aside and the log read again."""
+    import subprocess
+    import time
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = f"probe-live-del-{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAUDIT_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kaudit", "probe", "-b", lab.bootstrap, "--topic", topic,
+         "--partitions", "1", "--count", "20000", "--rate", "4000", "--expect",
+         "at-least-once", "--format", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    watcher = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": "probe-test-watch"})
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # until the probe has written (and its live pass read) 6000 records
+            assert proc.poll() is None and time.monotonic() < deadline, "probe ended early"
+            try:
+                high = watcher.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[1]
+            except Exception:  # the topic is not there yet
+                high = 0
+            if high >= 6000:
+                break
+            time.sleep(0.2)
+        tp = TopicPartition(topic, 0, -1)  # -1: up to the high watermark
+        admin(lab).delete_records([tp])[tp].result(30)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        watcher.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, stderr
+    doc = json.loads(stdout)
+    assert not doc["live_verification"]
+    assert any("records were deleted from partition(s) 0" in n for n in doc["notes"])
+    assert doc["acked"] == 20000 and 6000 <= doc["lost"] < 20000
+    assert any(v.startswith("lost:") for v in doc["violations"])
 
 
 def test_transactions_with_aborts_hide_aborted_messages(lab: Lab) -> None:

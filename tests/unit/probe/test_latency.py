@@ -110,6 +110,18 @@ def test_timeline_availability_and_windows() -> None:
         "longest_unavailable_seconds": 2}
 
 
+def test_timeline_acks_in_bulk_equal_one_by_one() -> None:
+    one, bulk = Timeline(), Timeline()
+    for latency in (3.0, 5.0, 4.0):
+        one.ack(2, latency)
+    one.ack(3, 7.0)
+    bulk.acks(2, 2, 3.0, 5.0)  # a second handed over in two tallies
+    bulk.acks(2, 1, 4.0, 4.0)
+    bulk.acks(3, 1, 7.0, 7.0)
+    bulk.acks(4, 0, math.inf, -math.inf)  # an empty tally adds nothing
+    assert bulk.seconds() == one.seconds() and len(bulk) == 4
+
+
 def test_timeline_failures_alone_are_unavailable() -> None:
     t = Timeline()
     t.send(0, 5)

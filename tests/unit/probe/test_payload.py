@@ -13,10 +13,12 @@ from kaudit.probe.payload import (
     MAGIC,
     PROBE_HEADER,
     RUN_ID_BYTES,
+    RUN_AND_SEQUENCE,
     VERSION,
     ProbeRecord,
     decode,
     encode,
+    encoder,
     header_value,
 )
 
@@ -45,6 +47,20 @@ def test_round_trip(run_id: bytes, pseq: int, gseq: int, sent: int, size: int) -
     value = encode(run_id, pseq, gseq, sent, size)
     assert len(value) == max(size, HEADER_SIZE)
     assert decode(value) == ProbeRecord(run_id, pseq, gseq, sent)
+
+
+@given(run_id=st.binary(min_size=16, max_size=16), pseq=U64, gseq=U64, sent=U64,
+       size=st.integers(0, 2000))
+def test_encoder_matches_encode_and_the_prefix_unpacks(run_id: bytes, pseq: int, gseq: int,
+                                                       sent: int, size: int) -> None:
+    value = encoder(run_id, size)(pseq, gseq, sent)
+    assert value == encode(run_id, pseq, gseq, sent, size)
+    assert RUN_AND_SEQUENCE.unpack_from(value) == (MAGIC, VERSION, run_id, pseq)
+
+
+def test_encoder_checks_the_run_id_once() -> None:
+    with pytest.raises(ValueError, match="16 bytes"):
+        encoder(b"short", 100)
 
 
 def test_padding_is_deterministic_and_not_trivially_compressible() -> None:

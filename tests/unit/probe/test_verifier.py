@@ -237,6 +237,23 @@ def test_observation_before_its_ack() -> None:
     assert _nonzero(verifier.result()) == {}
 
 
+def test_observe_sequence_is_observe_without_the_record() -> None:
+    """The read-back passes' fast path classifies exactly like observe()."""
+    sends = [_acked(0, 1, 2, 4, 3)]  # seq 3 acked at 4, seq 4 at 3
+    log = [(0, 0), (1, 1), (2, 2), (3, 4), (4, 3), (5, 1), (9, 7)]  # a reorder, a copy...
+    by_record = _verify(_ledger(*sends), log)
+    ledger = _ledger(*sends)
+    verifier = Verifier(ledger, RUN)
+    for offset, seq in log:
+        verifier.observe_sequence(0, offset, seq, 1)
+    verifier.observe_foreign()
+    verifier.pass_done(1)
+    by_sequence = verifier.result()
+    assert by_sequence.foreign == by_record.foreign + 1
+    assert dataclasses.replace(by_sequence, foreign=by_record.foreign) == by_record
+    assert by_record.duplicated and by_record.reordered and by_record.unexpected
+
+
 def test_acks_zero_unknown_offsets() -> None:
     ledger = _ledger([("acked", -1001), ("acked", -1001), ("acked", -1001)])
     v = _verify(ledger, [(0, 0), (5, 2)])
