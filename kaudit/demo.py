@@ -63,6 +63,7 @@ MATRIX_COUNT = 30_000
 MATRIX_RATE = 10_000.0
 """Messages per second: a steady stream, so the kill always lands mid-replication."""
 CONNECT_TIMEOUT_S = 15.0
+SETTLE_WAIT_S = 120.0
 LAB_WAIT_S = 240.0
 
 
@@ -330,9 +331,17 @@ class Demo:
                              replication_factor=3, fault_at=parse_fault_at(fault_at),
                              fault_duration=fault_duration, lab_state_dir=self.state_dir,
                              e2e_latency=False)
-        rows = run_matrix(conn, base, cells, 1, self.interrupted, self.say)
-        if self.interrupted.is_set():
-            raise KeyboardInterrupt
+        rows: list[MatrixRow] = []
+        for n, cell in enumerate(cells, 1):
+            # Each configuration starts on a healthy cluster: the broker the previous
+            # one killed is back and every replica is in sync again.
+            if not wait_until_in_sync(conn, SETTLE_WAIT_S, self.interrupted):
+                self.say(f"some replicas are still out of sync after {SETTLE_WAIT_S:g}s; "
+                         "going on")
+            self.say(f"[{n}/{len(cells)}] {cell.label()}")
+            rows += run_matrix(conn, base, [cell], 1, self.interrupted, lambda _line: None)
+            if self.interrupted.is_set():
+                raise KeyboardInterrupt
         probe_json = self.directory / "probe-matrix.json"
         emit(matrix_json(rows), str(probe_json))
         self.show("probe matrix: what each setting loses when the partition leader is killed",
@@ -524,18 +533,51 @@ def write_parquet_from_json_lines(source: str, target: str) -> None:
 
 
 def matrix_story(rows: list[MatrixRow]) -> str:
-    """Two sentences on what the matrix showed, in the operator's words."""
+    """What the matrix showed, in the operator's words, from this run's numbers."""
     lines = []
     for row in rows:
-        lost, acked = row.total("lost"), row.total("acked")
-        what = (f"acks={row.cell.acks}: {lost:,} of {acked:,} acknowledged writes lost"
-                + (f", {row.total('duplicated'):,} duplicated" if row.total("duplicated")
-                   else ""))
-        lines.append(what)
-    note = ("acks=1 is acknowledged by the leader alone: what the followers had not copied "
-            "when it died is gone. acks=all with min.insync.replicas=2 waits for a second "
-            "copy; retries without idempotence may duplicate, never lose.")
-    return "; ".join(lines) + ".\n" + note + "\n"
+        line = (f"acks={row.cell.acks}: {row.total('lost'):,} of {row.total('acked'):,} "
+                "acknowledged writes lost")
+        if row.total("duplicated"):
+            line += f", {row.total('duplicated'):,} duplicated"
+        if row.total("indeterminate"):
+            line += (f", {row.total('indeterminate'):,} sends never answered "
+                     "(indeterminate: not counted as lost)")
+        lines.append(line + ".")
+    by_acks = {row.cell.acks: row for row in rows}
+    acks1, acks_all = by_acks.get("1"), by_acks.get("all")
+    if acks1 is not None and acks1.total("lost"):
+        lines.append("acks=1 is acknowledged by the leader alone: the writes the followers "
+                     "had not copied yet when it died are gone.")
+    elif acks1 is not None:
+        lines.append("acks=1 lost nothing this time: the followers had copied everything "
+                     "when the leader died. It usually loses some; try `kaudit probe matrix "
+                     "--trials 3`.")
+    if acks_all is not None and acks_all.total("acked") and not acks_all.total("lost"):
+        lines.append("acks=all with min.insync.replicas=2 is acknowledged only once a "
+                     "second replica has the write, so the leader's death lost none of them.")
+    if acks_all is not None and acks_all.total("duplicated"):
+        lines.append("Its duplicates are retries of writes whose answer was lost in the "
+                     "failover; an idempotent producer (--idempotence on) drops them.")
+    return "\n".join(lines) + "\n"
+
+
+def wait_until_in_sync(conn: ConnectionSettings, wait_s: float,
+                       interrupted: threading.Event) -> bool:
+    """Wait until every partition's ISR holds all its replicas; False after ``wait_s``."""
+    from kaudit.cluster.client import AdminSession
+
+    session = AdminSession(conn)
+    deadline = time.monotonic() + wait_s
+    while not interrupted.is_set():
+        metadata = session.list_topics()
+        if all(len(p.isrs) == len(p.replicas)
+               for t in metadata.topics.values() for p in t.partitions.values()):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(1.0)
+    return False
 
 
 def summary(result: DemoResult) -> str:
