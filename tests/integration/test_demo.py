@@ -41,7 +41,6 @@ def demo(lab: Lab) -> Iterator[Run]:
     min.insync.replicas raised. The demo must put the configs back and reconcile
     only the orders it produced itself.
     """
-    from confluent_kafka import Producer
     from confluent_kafka.admin import NewTopic
 
     shutil.rmtree(Path(lab.state_dir) / "demo", ignore_errors=True)
@@ -57,13 +56,20 @@ def demo(lab: Lab) -> Iterator[Run]:
     for future in futures.values():
         future.result(30)
     wait_until(lambda: ORDERS_TOPIC in admin(lab).list_topics(timeout=5).topics, 30, "topic")
+    produce_earlier_orders(lab)
+    run = run_kaudit("demo", "--state-dir", lab.state_dir, timeout=900)
+    yield run
+    admin(lab).delete_topics(names)
+
+
+def produce_earlier_orders(lab: Lab) -> None:
+    """Records from before the demo (the producer is gone before the lab stops)."""
+    from confluent_kafka import Producer
+
     earlier = Producer({"bootstrap.servers": lab.bootstrap})
     for i in range(EARLIER_ORDERS):
         earlier.produce(ORDERS_TOPIC, key=str(i), value=json.dumps({"id": i, "status": "old"}))
     assert earlier.flush(30) == 0
-    run = run_kaudit("demo", "--state-dir", lab.state_dir, timeout=900)
-    yield run
-    admin(lab).delete_topics(names)
 
 
 def report(lab: Lab, name: str) -> Any:
