@@ -42,6 +42,18 @@ def _index(value_us: float) -> int:
     return (exponent - 1) * _SUB + int((mantissa - 0.5) * (2 * _SUB)) + 1
 
 
+def bucket_of_us(value_us: int) -> int:
+    """The bucket of a whole number of microseconds: the same as for the float value,
+    in integer operations only (the producer's per-ack path inlines this arithmetic)."""
+    if value_us < 1:
+        return 0
+    exponent = value_us.bit_length()  # value in [2**(exponent-1), 2**exponent)
+    if exponent > _EXPONENTS:
+        return _OVERFLOW
+    # int((mantissa - 0.5) * 2 * _SUB) with mantissa = value / 2**exponent (2 * _SUB = 2**8)
+    return (exponent - 1) * _SUB + ((value_us << 8) >> exponent) - _SUB + 1
+
+
 def _midpoint_us(index: int) -> float:
     if index == 0:
         return 0.5
@@ -77,6 +89,22 @@ class LatencyHistogram:
             self._max = value_ms
         if value_ms < self._min:
             self._min = value_ms
+
+    @property
+    def bucket_counts(self) -> array[int]:
+        """The live bucket counts, for a caller that buckets values itself with
+        :func:`bucket_of_us` and then reports the totals with :meth:`absorb`."""
+        return self._buckets
+
+    def absorb(self, count: int, total_ms: float, min_ms: float, max_ms: float) -> None:
+        """Add the count, sum and extremes of values already counted in
+        :attr:`bucket_counts` by the caller."""
+        if count <= 0:
+            return
+        self._count += count
+        self._sum += total_ms
+        self._min = min(self._min, max(min_ms, 0.0))
+        self._max = max(self._max, max(max_ms, 0.0))
 
     def merge(self, other: LatencyHistogram) -> None:
         """Add every value of ``other``."""

@@ -126,8 +126,12 @@ def header_value(run_id: bytes) -> bytes:
 
 
 
-_SEQ_AND_TIME = struct.Struct(">Q8xQ")
-_SEQ_OFFSET = 3 + 1 + RUN_ID_BYTES
+SEQUENCE_AND_TIME = struct.Struct(">Q8xQ")
+"""Partition sequence and send time, unpacked in place from :data:`SEQUENCE_OFFSET`
+(``SEQUENCE_AND_TIME.unpack_from(value, SEQUENCE_OFFSET)``): the delivery callback's
+per-message read, inlined where every call counts (see :func:`sequence_and_time`)."""
+SEQUENCE_OFFSET = 3 + 1 + RUN_ID_BYTES
+_SEQ_AND_TIME, _SEQ_OFFSET = SEQUENCE_AND_TIME, SEQUENCE_OFFSET
 
 RUN_AND_SEQUENCE = struct.Struct(">3sB16sQ")
 """Magic, version, run id and partition sequence: what the read-back passes need of a

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kaudit.probe.latency import LatencyHistogram, Timeline, Window
+from kaudit.probe.latency import LatencyHistogram, Timeline, Window, bucket_of_us
 
 PERCENTILES = (0, 1, 25, 50, 90, 99, 99.9, 99.99, 100)
 
@@ -108,6 +108,19 @@ def test_timeline_availability_and_windows() -> None:
         "seconds": 6, "availability": 0.4, "unavailable_seconds": 3,
         "unavailable_windows": [{"start": 1, "seconds": 2}, {"start": 5, "seconds": 1}],
         "longest_unavailable_seconds": 2}
+
+
+@given(st.lists(st.integers(min_value=-5, max_value=2**40), min_size=1, max_size=200))
+def test_bucketing_whole_microseconds_equals_record(values_us: list[int]) -> None:
+    """The producer's path (bucket_of_us + absorb) builds the same histogram as record()."""
+    recorded, bucketed = LatencyHistogram(), LatencyHistogram()
+    for us in values_us:
+        recorded.record(us / 1000.0)
+        bucketed.bucket_counts[bucket_of_us(us)] += 1
+    ms = [max(us, 0) / 1000.0 for us in values_us]
+    bucketed.absorb(len(ms), sum(ms), min(ms), max(ms))
+    assert bucketed.summary() == recorded.summary()
+    assert bucketed.count == recorded.count and bucketed.mean == pytest.approx(recorded.mean)
 
 
 def test_timeline_acks_in_bulk_equal_one_by_one() -> None:
