@@ -65,14 +65,16 @@ def up(
         float, typer.Option(metavar="SECONDS", help="How long to wait for the cluster to be ready.")
     ] = 180,
     security: Annotated[
-        Security,
+        Security | None,
         typer.Option(
             case_sensitive=False,
+            show_default=False,
             help="plaintext, sasl_ssl (SCRAM-SHA-512 or PLAIN over TLS, with ACLs) or mtls "
             "(client certificates); secured labs write client properties under "
-            "STATE_DIR/security.",
+            "STATE_DIR/security [default: plaintext for a new lab, the lab's own on "
+            "restart].",
         ),
-    ] = Security.plaintext,
+    ] = None,
     state_dir: options.StateDir = None,
 ) -> None:
     """Start the lab (or restart a stopped one) and print its bootstrap servers."""

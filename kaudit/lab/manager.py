@@ -370,7 +370,7 @@ def lab_up(
     controllers: int,
     broker_config: dict[str, str],
     wait_s: float,
-    security: sec.Security = sec.Security.plaintext,
+    security: sec.Security | None = None,
     say: Say = _quiet,
 ) -> LabState:
     """Create (or restart) the lab in ``state_dir`` and wait for it to be ready."""
@@ -396,7 +396,7 @@ def lab_up(
                     "--broker-config differs from the stopped lab's",
                     hint="`kaudit lab down --purge` first to change it",
                 )
-            if security.value != existing.security:
+            if security is not None and security.value != existing.security:
                 raise LabStateError(
                     f"the lab in {state_dir} was created with --security {existing.security}",
                     hint="`kaudit lab down --purge` first to change it",
@@ -410,9 +410,10 @@ def lab_up(
             say(
                 f"formatting {brokers} broker(s) and {controllers} controller(s), "
                 f"Kafka {runtime.kafka_version}"
-                + ("" if security is sec.Security.plaintext else f", secured with {security}")
+                + (f", secured with {security}" if security else "")
             )
-            state = create_lab(state_dir, runtime, brokers, controllers, broker_config, security)
+            state = create_lab(state_dir, runtime, brokers, controllers, broker_config,
+                               security or sec.Security.plaintext)
         try:
             start_lab(state, wait_s=wait_s, say=say)
             if state.security != sec.Security.plaintext:
