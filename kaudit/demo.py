@@ -540,6 +540,8 @@ def matrix_story(rows: list[MatrixRow]) -> str:
                 "acknowledged writes lost")
         if row.total("duplicated"):
             line += f", {row.total('duplicated'):,} duplicated"
+        if row.total("reordered"):
+            line += f", {row.total('reordered'):,} reordered"
         if row.total("indeterminate"):
             line += (f", {row.total('indeterminate'):,} sends never answered "
                      "(indeterminate: not counted as lost)")
@@ -556,9 +558,10 @@ def matrix_story(rows: list[MatrixRow]) -> str:
     if acks_all is not None and acks_all.total("acked") and not acks_all.total("lost"):
         lines.append("acks=all with min.insync.replicas=2 is acknowledged only once a "
                      "second replica has the write, so the leader's death lost none of them.")
-    if acks_all is not None and acks_all.total("duplicated"):
-        lines.append("Its duplicates are retries of writes whose answer was lost in the "
-                     "failover; an idempotent producer (--idempotence on) drops them.")
+    if acks_all is not None and (acks_all.total("duplicated") or acks_all.total("reordered")):
+        lines.append("Its duplicates and reorderings come from retries in the failover "
+                     "(a lost answer, several requests in flight); an idempotent producer "
+                     "(--idempotence on) prevents both.")
     return "\n".join(lines) + "\n"
 
 
