@@ -281,6 +281,9 @@ def create_lab(
 def _check_ports_free(state: LabState) -> None:
     for node in state.nodes:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As Kafka binds: connections of the last run in TIME_WAIT do not block it,
+            # only another listener does.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", node.port))
             except OSError:

@@ -298,6 +298,18 @@ def test_mtls_without_a_client_certificate_is_exit_3(
     one_line(run)
 
 
+def test_a_stopped_secured_lab_restarts_secured(mtls_lab: SecureLab) -> None:
+    lab_dir = str(mtls_lab.state_dir)
+    assert run_kaudit("lab", "down", "--state-dir", lab_dir, timeout=120).code == 0
+    other = run_kaudit("lab", "up", "--security", "plaintext", "--brokers", "1",
+                       "--state-dir", lab_dir)
+    assert other.code == 2 and "created with --security mtls" in one_line(other)
+    again = run_kaudit("lab", "up", "--brokers", "1", "--state-dir", lab_dir, timeout=900)
+    assert again.code == 0, again.stderr
+    run = mtls_lab.run("cluster", "-f", "json")
+    assert run.code == 0, run.stderr
+
+
 def test_check_flags_a_deliberately_weakened_broker() -> None:
     weak = ("--broker-config", "listeners=PLAINTEXT://0.0.0.0:{port}",
             "--broker-config", "authorizer.class.name="
