@@ -1,8 +1,9 @@
 """One reconcile run: pin the topic range, read both sides, compare, report.
 
 Data flows one way: request -> offset ranges -> topic frame and sink frame
-(decoded, keyed, typed alike) -> comparison plan -> result. Both frames are
-persisted so each side is scanned once, whatever the number of counts taken.
+(decoded, keyed, typed alike) -> comparison plan -> result. Nothing is cached:
+the plan reads each side once, and its counts, totals and samples come from
+its own (small, persisted) discrepancy set.
 """
 
 from __future__ import annotations
@@ -205,7 +206,6 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     """Run the whole job; see the module docstring."""
     import time
 
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from kaudit.reconcile.plan import (
@@ -224,6 +224,12 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
     topic = decode_topic(spark, raw, request)
     sink = shape_sink(read_sink(spark, sink_spec), request)
+    if request.value_format == "bytes":
+        # The topic side compares the value by the hash of its bytes: hash the sink's
+        # column alike (a text column by its UTF-8 bytes).
+        for c in request.compare:
+            column = request.sink_column(c)
+            sink = sink.withColumn(column, F.xxhash64(F.col(column).cast("binary")))
     if request.mode == "coordinates":
         # Rows outside the pinned range were written before or after it: not ours to judge.
         in_range = F.lit(False)
@@ -238,23 +244,22 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
         "payload_hash", payload_hash_column(compared))
     sink = sink.withColumn("key_hash", key_hash_column(F.col("key"))).withColumn(
         "payload_hash", payload_hash_column(compared))
-    topic = topic.persist(StorageLevel.MEMORY_AND_DISK)
-    sink = sink.persist(StorageLevel.MEMORY_AND_DISK)
     grace = (datetime.now(UTC) - timedelta(seconds=request.grace_seconds)
              if request.grace_seconds > 0 else None)
     options = CompareOptions(mode=request.mode, compare=tuple(compared),
                              numeric_tolerance=request.numeric_tolerance,
                              timestamp_precision=request.timestamp_precision,
                              grace_cutoff=grace,
-                             source_truncated=any(r.unverifiable for r in ranges))
+                             source_truncated=any(r.unverifiable for r in ranges),
+                             partition_starts={r.partition: r.start for r in ranges})
     try:
         comparison = compare(topic, sink, options)
     except ValueError as exc:  # e.g. a compared field with a reserved name
         raise InputError(f"cannot compare: {exc}") from None
     counts = dict(comparison.counts())
     counts["unverifiable"] = counts.get("unverifiable", 0) + sum(r.unverifiable for r in ranges)
-    topic_records = topic.where(~F.col("tombstone")).count()
-    sink_rows = sink.count()
+    topic_records = comparison.topic_records()  # from the same pass, no job of their own
+    sink_rows = comparison.sink_rows()
     output_files = _write_discrepancies(comparison.discrepancies, request)
     result = ReconcileResult(
         request=request, sink=sink_spec, ranges=ranges, topic_records=topic_records,

@@ -119,39 +119,48 @@ forms otherwise. Values are shown with their string forms, as they were before t
 Scale
 =====
 
-One pass over each side: each side is grouped once (per ``key_hash`` and key in append and
-upsert mode, the sink per ``partition``/``offset`` in coordinates mode, where the topic is not
-grouped at all), then ONE full outer join whose inputs are already partitioned on the join
-keys (no further shuffle: one shuffle per side in all), then the discrepancy rows are
-generated from each joined row (explode). :func:`compare` is lazy and marks the discrepancy
-set to be persisted (memory and disk) the first time it is computed, so that the counts, the
+One pass over each side and one shuffle of the data. Both frames go into one frame (each
+row carrying its side's columns as a struct), which is shuffled ONCE on a 64-bit group key
+(``key_hash``; ``partition``/``offset`` in coordinates mode) and sorted within partitions.
+Window aggregates over fixed-width columns per group (counts, payload hashes, a second,
+independent key hash that tells colliding keys apart) mark the groups that cannot hold a
+discrepancy as clean: one record and one row with the same payload hash and key (append),
+the sink row equal to the latest record or absent after a tombstone (upsert), the same
+payload and key at the coordinates (coordinates mode). Then one aggregation on the
+partitioning the shuffle already made: suspect groups by key_hash and key (so colliding
+keys are never paired) with the per-mode detail below, and all clean rows of a Spark
+partition as ONE group that only counts them; only the suspects and one count row per
+partition cross the second exchange. Every group emits one marker row with its record and
+row counts, so the totals (:meth:`Comparison.topic_records`, :meth:`Comparison.sink_rows`)
+come from the same pass. No join, no Python UDF, no collect of the data.
+
+:func:`compare` is lazy and marks the discrepancy set (plus the marker rows) to be
+persisted (memory and disk) the first time it is computed, so that the counts, the
 samples and writing it out do not read the sources again; :meth:`Comparison.unpersist`
-releases it. :meth:`Comparison.counts` and :meth:`Comparison.counts_by_partition` come from
-one aggregation (partition x class, computed once and kept); :meth:`Comparison.samples` is
-one more small job (a top-k per class). Nothing but counts and samples reaches the driver.
+releases it. :meth:`Comparison.counts`, :meth:`Comparison.counts_by_partition` and the
+totals come from one aggregation over it (partition x class, computed once and kept);
+:meth:`Comparison.samples` is one more small job (a top-k per class). Nothing but counts
+and samples reaches the driver.
 
-The join is on ``key_hash`` AND the key string: two different keys with colliding hashes are
-never paired (they are simply two keys).
-
-Memory per key: append mode keeps, per key, the list of the key's topic records (offset,
-partition, timestamp, payload hash and compared values) so that missing records can be
-named and the compared record chosen: O(records per key), fine when keys are unique-ish as
-in append topics, heavy for a key with millions of records. Upsert mode keeps only the
-latest record per key (constant). The sink side keeps per key the count, the set of
-distinct payload hashes (bounded by the distinct payloads of the key) and one row. With
-``source_truncated`` in coordinates mode, the smallest offset per partition is a second,
-small aggregation over the topic frame (a second read of it unless the caller cached it).
+Memory per key: only suspect groups keep values. Append mode keeps, per suspect key, the
+list of the key's topic records (offset, partition, timestamp, payload hash and compared
+values) so that missing records can be named and the compared record chosen: O(records
+per key). Upsert mode keeps only the latest record per key (constant). The sink side keeps
+per suspect key the count, the set of distinct payload hashes and one row. With
+``source_truncated`` in coordinates mode, the first offset per partition comes from
+``partition_starts``; without it, from a second, small aggregation over the topic frame (a
+second read of it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -190,6 +199,7 @@ RESERVED_COLUMNS: frozenset[str] = frozenset(
     {"partition", "offset", "key", "key_hash", "tombstone", "timestamp", "payload_hash"}
 )
 
+_MARKER = "__kaudit_marker__"
 _TRUNC_UNIT = {"ms": "millisecond", "s": "second"}
 _TOMBSTONED = "tombstoned"
 
@@ -208,25 +218,51 @@ class CompareOptions:
     timestamp_precision: Literal["us", "ms", "s"] = "us"
     grace_cutoff: datetime | None = None
     source_truncated: bool = False
+    partition_starts: Mapping[int, int] | None = None
+    """With ``source_truncated`` in coordinates mode: the first offset read per partition
+    (the pinned range's start). Without it, the smallest offset the topic frame has in each
+    partition, which costs a second read of the topic frame."""
 
 
 @dataclass(frozen=True)
 class Comparison:
     """The discrepancy set (lazy, persisted on first use) and its summaries.
 
-    :meth:`counts`, :meth:`counts_by_partition` and :meth:`samples` run Spark jobs; the
-    first of them computes the whole plan.
+    :meth:`counts`, :meth:`counts_by_partition`, :meth:`samples`, :meth:`topic_records` and
+    :meth:`sink_rows` run Spark jobs; the first of them computes the whole plan (one pass
+    over each side), the others read the persisted discrepancy set.
     """
 
     discrepancies: DataFrame
+    _persisted: DataFrame = field(repr=False, compare=False)
+    """The discrepancies plus the marker rows that carry the totals (see :func:`compare`)."""
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
+    def topic_records(self) -> int:
+        """Topic records compared (tombstones not included)."""
+        self._partition_counts()
+        result: int = self._memo["topic_records"]
+        return result
+
+    def sink_rows(self) -> int:
+        """Sink rows compared."""
+        self._partition_counts()
+        result: int = self._memo["sink_rows"]
+        return result
+
     def _partition_counts(self) -> list[tuple[int | None, str, int]]:
-        """(partition, class, rows) for every non-empty group: the one aggregation."""
+        """(partition, class, rows) for every non-empty group: the one aggregation, which
+        also sums the marker rows into the totals."""
         if "partition_counts" not in self._memo:
-            rows = self.discrepancies.groupBy("partition", "class").count().collect()
+            rows = self._persisted.groupBy("partition", "class").agg(
+                F.count(F.lit(1)).alias("n"), F.sum("topic_count").alias("t"),
+                F.sum("sink_count").alias("s")).collect()
+            markers = [row for row in rows if row["class"] == _MARKER]
+            self._memo["topic_records"] = sum(int(row["t"] or 0) for row in markers)
+            self._memo["sink_rows"] = sum(int(row["s"] or 0) for row in markers)
             self._memo["partition_counts"] = [
-                (row["partition"], row["class"], int(row["count"])) for row in rows
+                (row["partition"], row["class"], int(row["n"])) for row in rows
+                if row["class"] != _MARKER
             ]
         result: list[tuple[int | None, str, int]] = self._memo["partition_counts"]
         return result
@@ -278,7 +314,7 @@ class Comparison:
 
     def unpersist(self) -> None:
         """Drop the persisted discrepancy set (after the report is written)."""
-        self.discrepancies.unpersist()
+        self._persisted.unpersist()
 
 
 def key_hash_column(key_col: Column) -> Column:
@@ -310,20 +346,126 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
     column, a compared column with a reserved name, or an unknown mode.
     """
     _validate(topic, sink, options)
+    classified = _classified(topic, sink, options)
     if options.mode == "append":
-        rows = _append_rows(topic, sink, options)
+        rows = _append_rows(classified, topic, sink, options)
     elif options.mode == "upsert":
-        rows = _upsert_rows(topic, sink, options)
+        rows = _upsert_rows(classified, topic, sink, options)
     else:
-        rows = _coordinates_rows(topic, sink, options)
+        rows = _coordinates_rows(classified, topic, sink, options)
     # inline_outer + filter, not inline: with inline, Spark infers a size(_rows) > 0 filter
     # and pushes it below the projection, computing every row's discrepancies twice.
-    discrepancies = (
+    persisted = (
         rows.select(F.inline_outer(F.col("_rows")))
         .where(F.col("class").isNotNull())
         .select(*DISCREPANCY_COLUMNS)
+        .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    return Comparison(discrepancies.persist(StorageLevel.MEMORY_AND_DISK))
+    return Comparison(persisted.where(F.col("class") != _MARKER), persisted)
+
+
+# --- phase 1: the narrow summary that picks the suspects ------------------------------
+#
+# Both sides go into one frame (the topic's columns as struct _t, the sink's as _s, the
+# other one null), shuffled ONCE on the group key (key_hash, or partition/offset in
+# coordinates mode) and sorted within partitions; window aggregates over fixed-width
+# columns (counts, payload hashes, a second key hash) decide per group whether it can
+# hold a discrepancy at all (``_clean``). Then the detailed per-mode aggregation below
+# groups the suspect groups' rows as before, and ALL clean rows of a Spark partition into
+# ONE group that only counts them: its partial aggregation holds a handful of keys (no
+# spill, no sort), and only the suspects' partial rows and one count row per partition
+# cross the second, small exchange. Every group also emits one marker row with its
+# topic-record and sink-row counts, so the totals come out of the same single pass.
+# Window, not groupBy + join back: the join would read both sides again, and so would
+# splitting the frame into a topic and a sink branch (each branch prunes other columns,
+# so Spark cannot reuse one shuffle for both).
+
+#: Offsets and partitions packed into one ordering long (upsert's latest record): offset
+#: in the high bits, partition in the low 20. Records outside it are always suspects.
+_ORD_PARTITION_BITS = 20
+_ORD_MAX_OFFSET = 1 << (63 - _ORD_PARTITION_BITS)
+
+
+def _second_key_hash(key: Column) -> Column:
+    """An independent 64-bit hash of the key (and its null flag): two keys that share a
+    key_hash but not this one are told apart before anything is paired."""
+    return F.xxhash64(F.lit("kaudit.reconcile.k2"), key, key.isNull())
+
+
+def _classified(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> DataFrame:
+    """Both sides' rows (see above), each with ``_clean``: its group cannot hold a
+    discrepancy."""
+    coordinates = options.mode == "coordinates"
+    tomb = F.coalesce(F.col("tombstone"), F.lit(False))
+    offset, partition = F.col("offset").cast("long"), F.col("partition").cast("int")
+    if coordinates:
+        t_group = [partition.alias("_gp"), offset.alias("_go")]
+        s_group = [F.col("partition").cast("int").alias("_gp"),
+                   F.col("offset").cast("long").alias("_go")]
+        group = ["_gp", "_go"]
+    else:
+        t_group = s_group = [F.col("key_hash").alias("_gk")]
+        group = ["_gk"]
+    t_type = topic.select(F.struct(*topic.columns).alias("s")).schema["s"].dataType
+    s_type = sink.select(F.struct(*sink.columns).alias("s")).schema["s"].dataType
+    ord_ok = (offset >= 0) & (offset < _ORD_MAX_OFFSET) & (partition >= 0) & (
+        partition < (1 << _ORD_PARTITION_BITS))
+    t_narrow = topic.select(
+        *t_group,
+        F.lit(True).alias("_is_t"),
+        tomb.alias("_tomb"),
+        F.col("payload_hash").alias("_ph"),
+        F.col("key_hash").alias("_kh"),
+        _second_key_hash(F.col("key")).alias("_k2"),
+        F.col("key").alias("_key"),
+        F.when(ord_ok, F.shiftleft(offset, _ORD_PARTITION_BITS) + partition).alias("_ord"),
+        F.struct(*topic.columns).alias("_t"),
+        F.lit(None).cast(s_type).alias("_s"),
+    )
+    s_narrow = sink.select(
+        *s_group,
+        F.lit(False).alias("_is_t"),
+        F.lit(False).alias("_tomb"),
+        F.col("payload_hash").alias("_ph"),
+        F.col("key_hash").alias("_kh"),
+        _second_key_hash(F.col("key")).alias("_k2"),
+        F.col("key").alias("_key"),
+        F.lit(None).cast("long").alias("_ord"),
+        F.lit(None).cast(t_type).alias("_t"),
+        F.struct(*sink.columns).alias("_s"),
+    )
+    is_t, is_s = F.col("_is_t"), ~F.col("_is_t")
+    live = is_t & ~F.col("_tomb")
+    both = t_narrow.unionByName(s_narrow)
+
+    w = Window.partitionBy(*group)
+
+    def count(cond: Column) -> Column:
+        return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).over(w)
+
+    def top(cond: Column, name: str) -> Column:
+        return F.max(F.when(cond, F.col(name))).over(w)
+
+    ph, kh = "_ph", "_kh"
+    one_key = F.min("_k2").over(w) == F.max("_k2").over(w)
+    s_n = count(is_s)
+    if options.mode == "append":
+        t_n = count(live)
+        clean = ((t_n == 1) & (s_n == 1) & (top(live, ph) == top(is_s, ph)) & one_key) | (
+            (t_n == 0) & (s_n == 0))
+    elif options.mode == "upsert":
+        order = F.when(is_t, F.col("_ord"))
+        latest_ph = F.max_by(F.when(is_t, F.col(ph)), order).over(w)
+        latest_tomb = F.max_by(F.when(is_t, F.col("_tomb")), order).over(w)
+        clean = one_key & (count(is_t) > 0) & (count(is_t & F.col("_ord").isNull()) == 0) & (
+            (~latest_tomb & (s_n == 1) & (top(is_s, ph) == latest_ph))
+            | (latest_tomb & (s_n == 0)))
+    else:
+        t_n, tombs = count(is_t), count(is_t & F.col("_tomb"))
+        clean = ((t_n == 1) & (tombs == 0) & (s_n == 1) & (top(is_t, ph) == top(is_s, ph))
+                 & (top(is_t, kh) == top(is_s, kh)) & one_key) | (
+            (t_n == 1) & (tombs == 1) & (s_n == 0))
+    return both.withColumn("_clean", F.coalesce(clean, F.lit(False)))
 
 
 # --- validation -------------------------------------------------------------------------
@@ -360,13 +502,57 @@ def _validate(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Non
 
 # --- building blocks --------------------------------------------------------------------
 
-_GROUP = ["key_hash", "_k", "_kn"]
+# The detailed plans group the suspects' rows (both sides in one frame, see _suspects) by
+# key_hash and the key itself, so that colliding keys are never paired: the key (null as
+# '') and whether it was null.
+_GROUP = ["_gk", "_k", "_kn"]
+
+
+def _t() -> Column:
+    """The topic record's columns (a struct; null on sink rows)."""
+    return F.col("_t")
+
+
+def _s() -> Column:
+    """The sink row's columns (a struct; null on topic records)."""
+    return F.col("_s")
+
+
+def _is_t() -> Column:
+    return F.col("_is_t")
+
+
+def _is_s() -> Column:
+    return ~F.col("_is_t")
+
+
+def _suspect() -> Column:
+    return ~F.col("_clean")
+
+
+def _detail_groups(names: Sequence[str]) -> list[Column]:
+    """Group keys that keep suspect groups apart and put all clean rows in one group."""
+    return [F.col("_clean"), *[F.when(_suspect(), F.col(n)).alias(n) for n in names]]
+
+
+def _with_marker(rows: Column) -> Column:
+    """The group's discrepancy rows (none for the clean group) plus its marker row, which
+    carries the group's live topic records and sink rows for the totals."""
+    none = F.lit(None)
+    marker = _row(_MARKER, none, none, None, None, F.col("_live_n"), F.col("_s_rows"))
+    return F.when(F.col("_clean"), F.array(marker)).otherwise(
+        F.concat(rows, F.array(marker)))
+
+
+def _totals_aggs() -> list[Column]:
+    return [F.count_if(_is_t() & ~F.col("_tomb")).alias("_live_n"),
+            F.count_if(_is_s()).alias("_s_rows")]
 
 
 def _with_group_key(frame: DataFrame) -> DataFrame:
-    """Add the non-null join keys: the key (null as '') and whether it was null."""
-    return frame.withColumn("_k", F.coalesce(F.col("key"), F.lit(""))).withColumn(
-        "_kn", F.col("key").isNull()
+    """Add the non-null group keys: the key (null as '') and whether it was null."""
+    return frame.withColumn("_k", F.coalesce(F.col("_key"), F.lit(""))).withColumn(
+        "_kn", F.col("_key").isNull()
     )
 
 
@@ -374,23 +560,26 @@ def _group_key_display() -> Column:
     return F.when(F.col("_kn"), F.lit(None).cast("string")).otherwise(F.col("_k"))
 
 
-def _payload_fields(compared: Sequence[str]) -> list[Column]:
-    """The compared columns under positional struct field names (c0, c1, ...)."""
-    return [F.col(name).alias(f"c{i}") for i, name in enumerate(compared)]
+def _payload_fields(side: Column, compared: Sequence[str]) -> list[Column]:
+    """One side's compared columns under positional struct field names (c0, c1, ...)."""
+    return [side[name].alias(f"c{i}") for i, name in enumerate(compared)]
 
 
-def _sink_agg(sink: DataFrame, group: list[str], compared: Sequence[str],
-              with_key: bool = False) -> DataFrame:
-    """Per group: rows, distinct payload hashes, and the row with the smallest hash."""
-    fields = _payload_fields(compared)
+def _sink_aggs(compared: Sequence[str], with_key: bool = False) -> list[Column]:
+    """Per group, over its sink rows: how many, their distinct payload hashes, and the row
+    with the smallest hash (null when the group has no sink row)."""
+    fields = _payload_fields(_s(), compared)
     if with_key:
-        fields += [F.col("key").alias("key"), F.col("key_hash").alias("key_hash")]
-    row = F.struct(F.col("payload_hash").alias("ph"), *fields)
-    return sink.groupBy(*group).agg(
-        F.count(F.lit(1)).alias("s_n"),
-        F.collect_set("payload_hash").alias("s_hashes"),
-        F.min_by(row, F.col("payload_hash")).alias("s_row"),
-    )
+        fields += [_s()["key"].alias("key"), _s()["key_hash"].alias("key_hash")]
+    row = F.struct(_s()["payload_hash"].alias("ph"), *fields)
+    mine = _is_s() & _suspect()  # the clean group keeps no values
+    ph = F.when(mine, _s()["payload_hash"])
+    return [
+        F.count_if(_is_s()).alias("s_n"),
+        F.collect_set(ph).alias("s_hashes"),
+        F.min_by(F.when(mine, row), ph).alias("s_row"),
+        *_totals_aggs(),
+    ]
 
 
 def _row(
@@ -516,25 +705,27 @@ def _by_offset(left: Column, right: Column) -> Column:
 # are computed once per key; then builds the array of discrepancy rows from them.
 
 
-def _append_rows(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> DataFrame:
+def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
+                 options: CompareOptions) -> DataFrame:
     compared = options.compare
     rec = F.struct(
-        F.col("offset").cast("long").alias("offset"),
-        F.col("partition").cast("int").alias("partition"),
-        F.col("timestamp").alias("ts"),
-        F.col("payload_hash").alias("ph"),
-        *_payload_fields(compared),
+        _t()["offset"].cast("long").alias("offset"),
+        _t()["partition"].cast("int").alias("partition"),
+        _t()["timestamp"].alias("ts"),
+        _t()["payload_hash"].alias("ph"),
+        *_payload_fields(_t(), compared),
     )
-    live = _with_group_key(topic).where(~F.coalesce(F.col("tombstone"), F.lit(False)))
-    t_agg = live.groupBy(*_GROUP).agg(
-        F.count(F.lit(1)).alias("t_n"), F.collect_list(rec).alias("t_recs")
+    live = _is_t() & ~F.col("_tomb")  # tombstones are not records to append
+    joined = _with_group_key(suspects).groupBy(*_detail_groups(_GROUP)).agg(
+        F.count_if(live).alias("t_n"),
+        F.collect_list(F.when(live & _suspect(), rec)).alias("t_recs"),
+        *_sink_aggs(compared),
     )
-    s_agg = _sink_agg(_with_group_key(sink), _GROUP, compared)
-    joined = t_agg.join(s_agg, on=_GROUP, how="full")
 
     staged = (
         joined.select(
-            F.col("key_hash"),
+            F.col("_clean"), F.col("_live_n"), F.col("_s_rows"),
+            F.col("_gk").alias("key_hash"),
             _group_key_display().alias("key"),
             F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
             F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
@@ -581,32 +772,35 @@ def _append_rows(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> 
         *_mismatch_rows(F.col("check"), compared_rec, F.col("s_row"), topic, sink, options,
                         ident),
     )
-    return staged.select(F.concat(missing, singles).alias("_rows"))
+    return staged.select(_with_marker(F.concat(missing, singles)).alias("_rows"))
 
 
 # --- upsert -----------------------------------------------------------------------------
 
 
-def _upsert_rows(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> DataFrame:
+def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
+                 options: CompareOptions) -> DataFrame:
     compared = options.compare
     rec = F.struct(
-        F.col("offset").cast("long").alias("offset"),
-        F.col("partition").cast("int").alias("partition"),
-        F.col("timestamp").alias("ts"),
-        F.coalesce(F.col("tombstone"), F.lit(False)).alias("tomb"),
-        F.col("payload_hash").alias("ph"),
-        *_payload_fields(compared),
+        _t()["offset"].cast("long").alias("offset"),
+        _t()["partition"].cast("int").alias("partition"),
+        _t()["timestamp"].alias("ts"),
+        F.col("_tomb").alias("tomb"),
+        _t()["payload_hash"].alias("ph"),
+        *_payload_fields(_t(), compared),
     )
-    t_agg = _with_group_key(topic).groupBy(*_GROUP).agg(
-        F.count(F.lit(1)).alias("t_n"),
-        F.max_by(rec, F.struct(F.col("offset"), F.col("partition"))).alias("latest"),
+    order = F.struct(_t()["offset"].cast("long"), _t()["partition"].cast("int"))
+    mine = _is_t() & _suspect()
+    joined = _with_group_key(suspects).groupBy(*_detail_groups(_GROUP)).agg(
+        F.count_if(_is_t()).alias("t_n"),
+        F.max_by(F.when(mine, rec), F.when(mine, order)).alias("latest"),
+        *_sink_aggs(compared),
     )
-    s_agg = _sink_agg(_with_group_key(sink), _GROUP, compared)
-    joined = t_agg.join(s_agg, on=_GROUP, how="full")
 
     latest = F.col("latest")
     staged = joined.select(
-        F.col("key_hash"),
+        F.col("_clean"), F.col("_live_n"), F.col("_s_rows"),
+        F.col("_gk").alias("key_hash"),
         _group_key_display().alias("key"),
         F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
         F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
@@ -642,44 +836,51 @@ def _upsert_rows(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> 
                     latest["offset"], t_n, s_n)),
         *_mismatch_rows(F.col("check"), latest, F.col("s_row"), topic, sink, options, ident),
     )
-    return staged.select(rows.alias("_rows"))
+    return staged.select(_with_marker(rows).alias("_rows"))
 
 
 # --- coordinates ------------------------------------------------------------------------
 
 
-def _coordinates_rows(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> DataFrame:
+def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
+                      options: CompareOptions) -> DataFrame:
     compared = options.compare
-    coords = ["partition", "offset"]
-    t_side = topic.select(
-        F.col("partition").cast("int").alias("partition"),
-        F.col("offset").cast("long").alias("offset"),
-        F.struct(
-            F.col("key").alias("key"),
-            F.col("key_hash").alias("key_hash"),
-            F.col("timestamp").alias("ts"),
-            F.coalesce(F.col("tombstone"), F.lit(False)).alias("tomb"),
-            F.col("payload_hash").alias("ph"),
-            *_payload_fields(compared),
-        ).alias("t"),
+    record = F.struct(
+        _t()["key"].alias("key"),
+        _t()["key_hash"].alias("key_hash"),
+        _t()["timestamp"].alias("ts"),
+        F.col("_tomb").alias("tomb"),
+        _t()["payload_hash"].alias("ph"),
+        *_payload_fields(_t(), compared),
     )
-    s_side = sink.withColumn("partition", F.col("partition").cast("int")).withColumn(
-        "offset", F.col("offset").cast("long")
+    # A topic has one record per coordinates: the group's topic record, if any.
+    joined = suspects.groupBy(*_detail_groups(["_gp", "_go"])).agg(
+        F.first(F.when(_is_t() & _suspect(), record), ignorenulls=True).alias("t"),
+        *_sink_aggs(compared, with_key=True),
     )
-    s_agg = _sink_agg(s_side, coords, compared, with_key=True)
-    joined = t_side.join(s_agg, on=coords, how="full")
 
+    joined = joined.withColumnRenamed("_gp", "partition").withColumnRenamed("_go", "offset")
     below_start: Column | None = None
     if options.source_truncated:
-        starts = topic.groupBy(F.col("partition").cast("int").alias("partition")).agg(
-            F.min(F.col("offset").cast("long")).alias("_start")
-        )
-        joined = joined.join(F.broadcast(starts), on="partition", how="left")
+        # The suspects are not the whole range: the starts come from the options or the
+        # whole topic frame.
+        if options.partition_starts is not None:
+            start: Column = F.lit(None).cast("long")
+            for part, first in options.partition_starts.items():
+                start = F.when(F.col("partition") == part, F.lit(first).cast("long")
+                               ).otherwise(start)
+            joined = joined.withColumn("_start", start)
+        else:
+            starts = topic.groupBy(
+                F.col("partition").cast("int").alias("partition")).agg(
+                F.min(F.col("offset").cast("long")).alias("_start"))
+            joined = joined.join(F.broadcast(starts), on="partition", how="left")
         below_start = F.col("_start").isNull() | (F.col("offset") < F.col("_start"))
 
     t, s_row = F.col("t"), F.col("s_row")
     has_topic = t.isNotNull()
     staged = joined.select(
+        F.col("_clean"), F.col("_live_n"), F.col("_s_rows"),
         F.col("partition"),
         F.col("offset"),
         t,
@@ -719,4 +920,4 @@ def _coordinates_rows(topic: DataFrame, sink: DataFrame, options: CompareOptions
                ident("key", t["key"], s_row["key"])),
         *_mismatch_rows(F.col("check"), t, s_row, topic, sink, options, ident),
     )
-    return staged.select(rows.alias("_rows"))
+    return staged.select(_with_marker(rows).alias("_rows"))

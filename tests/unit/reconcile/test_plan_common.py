@@ -88,13 +88,20 @@ def test_bad_input_is_a_value_error(spark: SparkSession) -> None:
         compare(topic, sink, CompareOptions(mode="merge", compare=()))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("mode", "exchanges"), [
-    ("append", 2), ("upsert", 2), ("coordinates", 2),
-])
-def test_one_shuffle_per_side(spark: SparkSession, mode: str, exchanges: int) -> None:
+@pytest.mark.parametrize("mode", ["append", "upsert", "coordinates"])
+def test_one_pass_over_each_side_and_one_bulk_shuffle(spark: SparkSession, mode: str) -> None:
     topic = topic_frame(spark, [rec(0, 0, "a", 1)], "v long", ("v",))
     sink = sink_frame(spark, [(0, 0, "a", 1)], "v long", ("v",), coordinates=True)
-    plan = run(topic, sink, mode, ("v",)).discrepancies._jdf.queryExecution() \
-        .executedPlan().toString()
-    assert plan.count("Exchange hashpartitioning") == exchanges, plan
-    assert plan.count("Join") == 1, plan
+    result = run(topic, sink, mode, ("v",))
+    plan = result.discrepancies._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Scan ExistingRDD") == 2, plan  # each side read once
+    assert plan.count("Join") == 0, plan
+    # Both sides in ONE shuffle on the group key; the second exchange only carries the
+    # suspects' partial aggregates and one count row per partition.
+    exchanges = [line.strip() for line in plan.splitlines() if "Exchange" in line]
+    assert len(exchanges) == 2, plan
+    bulk = "_gp" if mode == "coordinates" else "_gk"
+    assert exchanges[-1].startswith(f"+- Exchange hashpartitioning({bulk}"), plan
+    assert plan.count("Window [") == 1, plan
+    # the totals come from the same pass, not from counting the frames again
+    assert (result.topic_records(), result.sink_rows()) == (1, 1)
