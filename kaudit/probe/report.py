@@ -98,7 +98,8 @@ def probe_table(report: ProbeReport) -> str:
     lines = [head, "", outcomes, "", classes, "", latency, "",
              f"throughput: {tp['sent_per_second']:g} msg/s sent, "
              f"{tp['verified_per_second']:g} msg/s verified end to end "
-             f"({tp['total_seconds']:g}s)",
+             f"({tp['total_seconds']:g}s; read back "
+             f"{'while producing' if r['live_verification'] else 'after the run'})",
              f"unavailable: {avail['unavailable_seconds']}s in "
              f"{len(avail['unavailable_windows'])} window(s)"]
     if r["send_errors"]:
