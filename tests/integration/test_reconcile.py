@@ -271,3 +271,127 @@ def test_runs_on_a_standalone_spark_master(lab: Lab, topic: dict[str, Any], spar
     assert code == 1, stderr
     assert doc["counts"]["missing_in_sink"] == len(MISSING)
     assert keys_of(doc, "missing_in_sink") == MISSING
+
+
+@pytest.fixture(scope="module")
+def raw_sink(topic: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The values as text, keyed by the Kafka message key: one missing, one changed."""
+    path = tmp_path_factory.mktemp("raw") / "raw.jsonl"
+    lines = []
+    for i in range(N):
+        if i == 7:  # missing
+            continue
+        value = {"id": i, "status": "new", "amount": amount(i), "customer": {"id": i % 7}}
+        text = json.dumps(value) if i != 8 else json.dumps({**value, "status": "paid"})
+        lines.append(json.dumps({"key": str(i), "value": text}) + "\n")
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("value_format", ["string", "bytes"])
+def test_string_and_bytes_values_by_message_key(lab: Lab, topic: dict[str, Any],
+                                                raw_sink: Path, value_format: str) -> None:
+    code, doc, stderr = reconcile(
+        lab, "--topic", topic["name"], "--sink", f"json:{raw_sink}", "--key", "@key",
+        "--value-format", value_format, "--compare", "value", "--samples", "10")
+    assert code == 1, stderr
+    counts = doc["counts"]
+    assert (counts["topic_records"], counts["sink_rows"]) == (N, N - 1)
+    assert (counts["missing_in_sink"], counts["mismatched"], counts["extra_in_sink"],
+            counts["duplicated_in_sink"]) == (1, 1, 0, 0)
+    assert keys_of(doc, "missing_in_sink") == {7}
+    assert keys_of(doc, "mismatched") == {8}
+    changed = doc["samples"]["mismatched"][0]
+    assert changed["column"] == "value"
+    if value_format == "string":  # the text itself is shown; bytes only by their hash
+        assert '"status": "paid"' in changed["sink_value"]
+
+
+def test_composite_key_with_a_nested_field(lab: Lab, topic: dict[str, Any],
+                                           parquet_sink: Path) -> None:
+    # customer.id is read from the nested value and matched with the sink's customer_id
+    code, doc, stderr = reconcile(
+        lab, "--topic", topic["name"], "--sink", f"parquet:{parquet_sink}",
+        "--key", "id,customer.id", "--compare", "status,amount", "--samples", "10")
+    assert code == 1, stderr
+
+    def keys(cls: str) -> set[str]:
+        return {s["key"] for s in doc["samples"].get(cls, [])}
+
+    def composite(ids: set[int]) -> set[str]:
+        return {f"{i}|{i % 7}" for i in ids}
+
+    assert keys("missing_in_sink") == composite(MISSING)
+    assert keys("duplicated_in_sink") == composite(DUPLICATED)
+    assert keys("mismatched") == composite(CHANGED)
+    assert keys("extra_in_sink") == {"1000|0"}
+    assert doc["counts"]["missing_in_sink"] == len(MISSING)
+
+
+@pytest.fixture(scope="module")
+def truncated_topic(lab: Lab) -> Iterator[dict[str, Any]]:
+    """2 partitions of JSON records; partition 0 loses its first records to delete-records
+    (as retention would), moving its log start offset."""
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import NewTopic
+
+    name = f"coords-{uuid.uuid4().hex[:6]}"
+    admin(lab).create_topics([NewTopic(name, 2, 3)])[name].result(30)
+    wait_until(lambda: name in admin(lab).list_topics(timeout=5).topics, 30, "topic")
+    coords: dict[int, tuple[int, int]] = {}
+
+    def record(err: Any, msg: Any) -> None:
+        assert err is None, err
+        coords[int(msg.key())] = (msg.partition(), msg.offset())
+
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
+    for i in range(40):
+        producer.produce(name, key=str(i), value=json.dumps({"id": i, "amount": amount(i)}),
+                         partition=i % 2, on_delivery=record)
+    producer.flush(30)
+    deleted_below = 5
+    done = admin(lab).delete_records([TopicPartition(name, 0, deleted_below)],
+                                     request_timeout=30)
+    for fut in done.values():
+        fut.result(30)
+    yield {"name": name, "coords": coords, "deleted_below": deleted_below}
+    admin(lab).delete_topics([name])
+
+
+def test_coordinates_mode_and_a_range_below_the_log_start(
+        lab: Lab, truncated_topic: dict[str, Any], tmp_path: Path) -> None:
+    name, coords = truncated_topic["name"], truncated_topic["coords"]
+    below = truncated_topic["deleted_below"]
+    deleted = {i for i, (p, o) in coords.items() if p == 0 and o < below}
+    missing, changed, duplicated = 21, 22, 23
+    rows = []
+    for i, (p, o) in sorted(coords.items()):
+        if i == missing:
+            continue
+        row = {"topic": name, "partition": p, "offset": o, "id": i,
+               "amount": amount(i) + (1.0 if i == changed else 0.0)}
+        rows.append(row)
+        if i == duplicated:
+            rows.append(dict(row))
+    # a row another topic wrote to the same table: not ours to judge
+    rows.append({"topic": "other", "partition": 0, "offset": 999, "id": 999, "amount": 0.0})
+    sink = tmp_path / "connect.jsonl"
+    sink.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, doc, stderr = reconcile(
+        lab, "--topic", name, "--sink", f"json:{sink}", "--mode", "coordinates",
+        "--key", "id", "--compare", "amount", "--from", '{"0": 0, "1": 0}', "--samples", "10")
+    assert code == 1, stderr
+    counts = doc["counts"]
+    assert doc["source"]["log_start"]["0"] == truncated_topic["deleted_below"]
+    assert doc["source"]["offsets"]["0"][0] == truncated_topic["deleted_below"]
+    assert counts["topic_records"] == 40 - len(deleted)
+    assert (counts["missing_in_sink"], counts["mismatched"], counts["duplicated_in_sink"],
+            counts["extra_in_sink"]) == (1, 1, 1, 0)
+    samples = doc["samples"]
+    assert [(s["partition"], s["offset"]) for s in samples["missing_in_sink"]] == [
+        coords[missing]]
+    assert keys_of(doc, "mismatched") == {changed}
+    assert keys_of(doc, "duplicated_in_sink") == {duplicated}
+    # the records retention took are unverifiable, never missing or extra
+    assert keys_of(doc, "unverifiable") == deleted
+    assert counts["unverifiable"] >= len(deleted)
