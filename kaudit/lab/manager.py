@@ -528,7 +528,11 @@ def lab_start(state_dir: Path, node_id: int, *, wait_s: float) -> tuple[LabNode,
 def _wait_registered(state: LabState, node: LabNode, wait_s: float) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(_lab_client_config(state))
+    # Ask the restarted broker itself: right after a SIGKILL the cluster still lists its old
+    # registration until the session expires, but only a started broker answers on its port
+    # (a broker serves clients only once it has caught up and been unfenced).
+    admin = AdminClient(_lab_client_config(state) | {"bootstrap.servers":
+                                                     f"127.0.0.1:{node.port}"})
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if node_state(node) is NodeState.down:

@@ -366,8 +366,11 @@ def _watermarks(consumer: Any, topic: str, partition: int,
             return int(low), int(high)
         except KafkaException as exc:
             err = exc.args[0]
+            # A broker that has not yet loaded a just-created topic answers
+            # UNKNOWN_TOPIC_OR_PART, as the client's own metadata does.
             transient = err.code() in (KafkaError._UNKNOWN_PARTITION,
-                                       KafkaError._UNKNOWN_TOPIC) or err.retriable()
+                                       KafkaError._UNKNOWN_TOPIC,
+                                       KafkaError.UNKNOWN_TOPIC_OR_PART) or err.retriable()
             if not transient or time.monotonic() >= deadline:
                 raise ConnectionFailure(f"cannot read the offsets of {topic} [{partition}]: "
                                         f"{err.str()}") from None
