@@ -1,3 +1,3 @@
 """kaudit: audit what an Apache Kafka cluster really delivers."""
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.1.0"
