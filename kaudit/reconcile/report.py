@@ -31,7 +31,9 @@ def reconcile_record(result: ReconcileResult) -> dict[str, Any]:
         "mode": r.mode,
         "compare": list(r.compare),
         "counts": {"topic_records": result.topic_records, "sink_rows": result.sink_rows,
-                   **{c: int(result.counts.get(c, 0)) for c in CLASSES}},
+                   **{c: int(result.counts.get(c, 0)) for c in CLASSES},
+                   # offsets of the range that retention removed before the run
+                   "unverifiable_offsets": int(result.counts.get("unverifiable_offsets", 0))},
         "partitions": {str(p): counts for p, counts in sorted(result.by_partition.items())},
         "samples": {c: rows for c, rows in result.samples.items() if rows},
         "output_files": result.output_files,
