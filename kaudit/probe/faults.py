@@ -118,7 +118,7 @@ class FaultInjector(threading.Thread):
         self.faults, self.trigger, self.duration_s = faults, trigger, duration_s
         self.log, self.lab, self.partition_roles = log, lab, partition_roles
         self._cancel = threading.Event()
-        self._heals: list[tuple[str, Callable[[], None]]] = []
+        self._heals: list[tuple[str, Callable[[], None], bool]] = []
         self._heal_lock = threading.Lock()
         self.errors: list[str] = []
 
@@ -149,7 +149,9 @@ class FaultInjector(threading.Thread):
             self._exec(fault.argument or "", "fault")
             heal = next((f for f in self.faults if f.kind == "exec-heal"), None)
             if heal is not None:
-                self._add_heal("exec-heal", lambda: self._exec(heal.argument or "", "heal"))
+                # _exec logs the heal event itself, with the command's exit code.
+                self._add_heal("exec-heal", lambda: self._exec(heal.argument or "", "heal"),
+                               announce=False)
             return
         assert self.lab is not None
         lab = self.lab
@@ -157,6 +159,9 @@ class FaultInjector(threading.Thread):
             rounds = int(fault.argument or 1)
             for i in range(rounds):
                 if self._cancel.is_set():
+                    # Say so: a short run must not look like it had every bounce it asked for.
+                    self.log.add("note", f"bounce-leader: the run ended after {i} of "
+                                         f"{rounds} bounces")
                     break
                 leader, _ = self.partition_roles()
                 lab.kill(leader, "KILL")
@@ -187,18 +192,20 @@ class FaultInjector(threading.Thread):
         if proc.returncode != 0:
             raise RuntimeError(f"command exited {proc.returncode}")
 
-    def _add_heal(self, label: str, action: Callable[[], None]) -> None:
+    def _add_heal(self, label: str, action: Callable[[], None], *,
+                  announce: bool = True) -> None:
         with self._heal_lock:
-            self._heals.append((label, action))
+            self._heals.append((label, action, announce))
 
     def heal(self) -> None:
         """Undo every injected fault (idempotent: each heal runs once)."""
         with self._heal_lock:
             heals, self._heals = self._heals, []
-        for label, action in heals:
+        for label, action, announce in heals:
             try:
                 action()
-                self.log.add("heal", label, 0)
+                if announce:
+                    self.log.add("heal", label, 0)
             except Exception as exc:
                 self.errors.append(f"heal {label}: {exc}")
                 self.log.add("note", f"heal failed: {label}: {exc}")

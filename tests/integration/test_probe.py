@@ -142,8 +142,8 @@ def test_exec_and_exec_heal_run_their_commands_in_order(lab: Lab, tmp_path: Path
     assert fault_mark.exists() and heal_mark.exists()
     kinds = [(e["kind"], e["detail"]) for e in doc["events"]
              if e["kind"] in ("fault", "heal")]
-    assert kinds == [("fault", "exec command exited 0"), ("heal", "exec heal command exited 0"),
-                     ("heal", "exec-heal")], kinds
+    assert kinds == [("fault", "exec command exited 0"),
+                     ("heal", "exec heal command exited 0")], kinds
     assert doc["settings"]["faults"] == ["exec", "exec-heal"]  # commands are not echoed
     assert str(tmp_path) not in json.dumps(doc)
     assert doc["lost"] == 0 and doc["duplicated"] == 0 and doc["sent"] == doc["acked"] == 6000
