@@ -204,11 +204,12 @@ class Ledger:
         counts[old] -= 1
         counts[outcome] += 1
 
-    def acked(self, partition: int, seq: int, offset: int) -> None:
-        """The broker acknowledged ``seq`` at ``offset`` (negative: offset unknown)."""
+    def acked(self, partition: int, seq: int, offset: int | None) -> None:
+        """The broker acknowledged ``seq`` at ``offset`` (None or negative: offset unknown,
+        as with acks=0, where librdkafka reports no offset at all)."""
         if seq < 0:
             raise IndexError(f"negative sequence {seq}")
-        if offset < 0:
+        if offset is None or offset < 0:
             offset = NO_OFFSET
         else:
             if offset > self._last_acked[partition]:

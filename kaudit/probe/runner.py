@@ -412,6 +412,16 @@ def _read_ends(session: AdminSession, settings: ProbeSettings, topic: str,
     acknowledged offset."""
     ends = _list_offsets(session, topic, partitions, latest=True,
                          read_committed=settings.transactional)
+    if settings.acks == "0":
+        # acks=0 gets no offsets back, and flush() returns once the requests are sent,
+        # maybe before the broker appended them: wait until the log ends stop moving.
+        deadline = time.monotonic() + session.settings.timeout
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            again = _list_offsets(session, topic, partitions, latest=True)
+            if again == ends:
+                break
+            ends = again
     return {p: max(ends[p], ledger.last_acked_offset(p) + 1) for p in partitions}
 
 

@@ -44,6 +44,15 @@ def test_clean_run_accounts_for_every_message(lab: Lab) -> None:
     assert doc["live_verification"] and not doc["notes"]  # read while it was written
 
 
+def test_acks_0_and_acks_1_runs_are_accounted_for(lab: Lab) -> None:
+    # acks=0 gets no offsets back at all: every message is placed by reading the log.
+    for acks in ("0", "1"):
+        code, doc, stderr = probe(lab, "--count", "3000", "--acks", acks, "--no-idempotence")
+        assert code == 0, (acks, stderr)
+        assert (doc["sent"], doc["acked"], doc["lost"]) == (3000, 3000, 0), acks
+        assert doc["settings"]["acks"] == acks
+
+
 def test_leader_kill_with_min_isr_2_loses_nothing(lab: Lab, restore_brokers: None) -> None:
     code, doc, stderr = probe(
         lab, "--count", "30000", "--rate", "3000", "--acks", "all", "--min-insync-replicas", "2",

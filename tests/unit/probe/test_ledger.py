@@ -21,6 +21,17 @@ def test_sequences_are_per_partition_and_start_pending() -> None:
     assert ledger.sent == 4
 
 
+def test_an_ack_without_an_offset_is_acked_at_an_unknown_offset() -> None:
+    # acks=0: librdkafka reports success with no offset (None), not -1.
+    ledger = Ledger(1)
+    ledger.next_seq(0)
+    ledger.next_seq(0)
+    ledger.acked(0, 0, None)
+    ledger.acked(0, 1, -1001)
+    assert ledger.outcome(0, 0) is SendOutcome.acked and ledger.offset(0, 0) == -1
+    assert ledger.offset(0, 1) == -1 and ledger.last_acked_offset(0) == -1
+
+
 def test_outcomes_counts_and_tallies() -> None:
     ledger = Ledger(2)
     for _ in range(5):
