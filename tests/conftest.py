@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,20 @@ def run_kaudit(*args: str, env: dict[str, str] | None = None, timeout: float = 3
                           text=True, env=full_env, timeout=timeout, stdin=subprocess.DEVNULL,
                           cwd=cwd)
     return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def kaudit_on_path(tmp_path: Path) -> dict[str, str]:
+    """An environment, without KAUDIT_ settings, whose PATH finds a `kaudit` that runs this
+    checkout with this Python (as a CI job or a shell would call it)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    shim = bin_dir / "kaudit"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m kaudit "$@"\n')
+    shim.chmod(0o755)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("KAUDIT_", "_KAUDIT"))}
+    clean.update(PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+                 PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return clean
 
 
 @dataclass(frozen=True)

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
 
 from kaudit.cli import options
+from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
 from kaudit.report.output import OutputFormat, default_format, emit
+
+_INTERRUPTED = "kaudit probe: interrupted; verifying what was sent (Ctrl-C again to abandon)"
 
 PRODUCER = "Producer"
 TOPIC = "Probe topic"
@@ -171,7 +170,7 @@ def probe(
 
         check_plot_target(plot)  # before the run: never fail after minutes of probing
     conn = options.connection(bootstrap_server, command_config, property, context, timeout)
-    with _graceful_interrupt() as interrupted:
+    with graceful_interrupt(_INTERRUPTED) as interrupted:
         report = run_probe(conn, settings, interrupted, _progress_line())
     fmt = default_format(format)
     emit(probe_document(report) if fmt is OutputFormat.json else probe_table(report), output)
@@ -198,25 +197,6 @@ def _progress_line() -> Callable[[int, float, bool], None] | None:
               file=sys.stderr, flush=True)
 
     return show
-
-
-@contextmanager
-def _graceful_interrupt() -> Iterator[threading.Event]:
-    """The first Ctrl-C stops producing (what was sent is still verified); a second aborts."""
-    interrupted = threading.Event()
-
-    def on_sigint(_sig: int, _frame: FrameType | None) -> None:
-        if interrupted.is_set():
-            raise KeyboardInterrupt
-        interrupted.set()
-        print("kaudit probe: interrupted; verifying what was sent (Ctrl-C again to abandon)",
-              file=sys.stderr)
-
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    try:
-        yield interrupted
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @app.command()
@@ -277,7 +257,7 @@ def matrix(
                          producer_properties=parse_key_values(producer_property or [],
                                              "--producer-property"))
     conn = options.connection(bootstrap_server, command_config, property, context, timeout)
-    with _graceful_interrupt() as interrupted:
+    with graceful_interrupt(_INTERRUPTED) as interrupted:
         rows = run_matrix(conn, base, cells, trials, interrupted,
                           lambda line: print(f"kaudit probe matrix: {line}", file=sys.stderr))
     fmt = default_format(format)

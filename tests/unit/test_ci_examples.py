@@ -13,12 +13,10 @@ config) run as written. Everything is offline: policies, manifests, client confi
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.conftest import kaudit_on_path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "ci"
@@ -55,14 +55,7 @@ def load(path: Path) -> Any:
 @pytest.fixture()
 def env(tmp_path: Path) -> dict[str, str]:
     """A clean environment whose `kaudit` is this checkout's, run by this Python."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "kaudit"
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m kaudit "$@"\n')
-    shim.chmod(0o755)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("KAUDIT_")}
-    clean["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-    clean["PYTHONPATH"] = str(ROOT)
+    clean = kaudit_on_path(tmp_path)
     clean["KAUDIT_CONFIG"] = str(tmp_path / "no-config.yaml")
     clean.pop("CI", None)
     return clean

@@ -7,16 +7,15 @@ driven through the protocol their scripts use (`_KAUDIT_COMPLETE=complete_zsh|fi
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import typer
 
 from kaudit.cli.app import app
+from tests.conftest import kaudit_on_path
 
 COMMANDS = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
 LAB_COMMANDS = ["down", "env", "kill", "start", "status", "up"]
@@ -26,17 +25,9 @@ CHECK_FORMATS = ["table", "json", "junit", "sarif", "github"]
 @pytest.fixture()
 def env(tmp_path: Path) -> dict[str, str]:
     """PATH finds this checkout's `kaudit`; HOME is empty."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "kaudit"
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m kaudit "$@"\n')
-    shim.chmod(0o755)
     home = tmp_path / "home"
     home.mkdir()
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("KAUDIT_", "_KAUDIT"))}
-    clean.update(PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", HOME=str(home),
-                 PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    return clean
+    return kaudit_on_path(tmp_path) | {"HOME": str(home)}
 
 
 def bash(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
