@@ -400,10 +400,14 @@ class Demo:
 
 def lab_connection(state: LabState) -> ConnectionSettings:
     """Settings for the lab itself (never the user's context or environment)."""
+    from kaudit.connect.properties import read_properties, translate_java_properties
     from kaudit.connect.settings import ConnectionSettings
 
-    return ConnectionSettings(bootstrap_servers=state.bootstrap, timeout=CONNECT_TIMEOUT_S,
-                              origin=f"the lab in {state.state_dir}")
+    # A secured lab: its ordinary user (alice), whose ACLs cover all the demo does.
+    props = (translate_java_properties(read_properties(state.client_properties))
+             if state.client_properties is not None else {})
+    return ConnectionSettings(bootstrap_servers=state.bootstrap, properties=props,
+                              timeout=CONNECT_TIMEOUT_S, origin=f"the lab in {state.state_dir}")
 
 
 def reset_topic_configs(session: Any, topic: DemoTopic) -> None:
