@@ -256,10 +256,6 @@ class Demo:
             raise LabStateError(f"the lab in {self.state_dir} has {len(state.brokers)} "
                                 "broker(s); the demo needs 3",
                                 hint="pass another --state-dir to start a new lab")
-        if state.security != "plaintext":
-            raise LabStateError(f"the lab in {self.state_dir} is secured ({state.security}); "
-                                "the demo runs on a plaintext lab",
-                                hint="pass another --state-dir to start a new lab")
         return state, started
 
     def create_topics(self, conn: ConnectionSettings) -> None:
