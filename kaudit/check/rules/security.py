@@ -145,14 +145,8 @@ def no_authorizer(ctx: ClusterContext) -> Iterator[Violation]:
     reported = {bid: c[name] for bid, c in sorted(ctx.snapshot.broker_configs.items())
                 if name in c}
     without = {bid: v for bid, v in reported.items() if not (v.value or "").strip()}
-    if not without:
-        return  # brokers unknown (manifests), or every broker has one
-    if len(without) == len(ctx.snapshot.broker_configs):
-        subjects = [(Subject(SubjectKind.cluster, ctx.snapshot.cluster_id or "cluster"),
-                     next(iter(without.values())))]
-    else:
-        subjects = [(Subject(SubjectKind.broker, str(bid)), v) for bid, v in without.items()]
-    for subject, value in subjects:
+    # Nothing when brokers are unknown (manifests) or every broker has one.
+    for subject, value in _subjects(ctx.snapshot, without):
         yield Violation(subject,
                         f"No authorizer on {where_on(subject)} ({provenance(value)}): ACLs are "
                         "not enforced, so any client that connects may read, write, delete "
@@ -160,15 +154,20 @@ def no_authorizer(ctx: ClusterContext) -> Iterator[Violation]:
                         expected="an authorizer", actual="none", source=value.source.value)
 
 
-def _hidden(snapshot: ClusterSnapshot, name: str) -> list[tuple[Subject, ConfigValue]]:
+def _subjects(snapshot: ClusterSnapshot,
+              found: dict[int, ConfigValue]) -> list[tuple[Subject, ConfigValue]]:
+    """One cluster subject when every broker is in ``found``, else one per broker."""
+    if found and len(found) == len(snapshot.broker_configs):
+        return [(Subject(SubjectKind.cluster, snapshot.cluster_id or "cluster"),
+                 next(iter(found.values())))]
+    return [(Subject(SubjectKind.broker, str(bid)), v) for bid, v in sorted(found.items())]
+
+
+def _hidden(snapshot: ClusterSnapshot, name: str) -> dict[int, ConfigValue]:
     """Brokers where ``name`` is set but the broker does not show its value."""
-    out = []
-    for broker_id, configs in sorted(snapshot.broker_configs.items()):
-        value = configs.get(name)
-        if (value is not None and value.value is None
-                and value.source is not ConfigSource.DEFAULT_CONFIG):
-            out.append((Subject(SubjectKind.broker, str(broker_id)), value))
-    return out
+    return {bid: value for bid, configs in snapshot.broker_configs.items()
+            if (value := configs.get(name)) is not None and value.value is None
+            and value.source is not ConfigSource.DEFAULT_CONFIG}
 
 
 @rule("KA504", "security.allow-everyone-if-no-acl", Severity.error,
@@ -213,11 +212,7 @@ def super_users(ctx: ClusterContext) -> Iterator[Violation]:
                             f"every ACL: {', '.join(principals)}.",
                             expected="a short, known list", actual=value.value,
                             source=value.source.value)
-    hidden = _hidden(ctx.snapshot, name)
-    if hidden and len(hidden) == len(ctx.snapshot.broker_configs):
-        hidden = [(Subject(SubjectKind.cluster, ctx.snapshot.cluster_id or "cluster"),
-                   hidden[0][1])]
-    for subject, value in hidden:
+    for subject, value in _subjects(ctx.snapshot, _hidden(ctx.snapshot, name)):
         yield Violation(subject,
                         f"super.users is set on {where_on(subject)} ({provenance(value)}); the "
                         "broker hides the list. Those principals bypass every ACL.",
