@@ -120,8 +120,10 @@ Scale
 =====
 
 One pass over each side and one shuffle of the data. Both frames go into one frame (each
-row carrying its side's columns as a struct), which is shuffled ONCE on a 64-bit group key
-(``key_hash``; ``partition``/``offset`` in coordinates mode) and sorted within partitions.
+row carrying the group key, a side byte, the payload hash, the key, and its side's compared
+values and coordinates as a struct; nothing else), which is shuffled ONCE on a 64-bit group
+key (``key_hash``; ``partition``/``offset`` in coordinates mode) and sorted within
+partitions. What can be derived from those columns is derived after the shuffle.
 Window aggregates over fixed-width columns per group (counts, payload hashes, a second,
 independent key hash that tells colliding keys apart) mark the groups that cannot hold a
 discrepancy as clean: one record and one row with the same payload hash and key (append),
@@ -359,6 +361,10 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
         rows.select(F.inline_outer(F.col("_rows")))
         .where(F.col("class").isNotNull())
         .select(*DISCREPANCY_COLUMNS)
+        # The set is small (suspects and one marker per group of clean rows), but the big
+        # shuffle left it in many partitions; the counts and samples that read it would
+        # pay a task per partition, every time. One partition per core is plenty.
+        .coalesce(max(1, topic.sparkSession.sparkContext.defaultParallelism))
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     return Comparison(persisted.where(F.col("class") != _MARKER), persisted)
@@ -384,6 +390,8 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
 #: in the high bits, partition in the low 20. Records outside it are always suspects.
 _ORD_PARTITION_BITS = 20
 _ORD_MAX_OFFSET = 1 << (63 - _ORD_PARTITION_BITS)
+#: The ``_side`` byte of a shuffled row.
+_SIDE_SINK, _SIDE_RECORD, _SIDE_TOMBSTONE = 0, 1, 2
 
 
 def _second_key_hash(key: Column) -> Column:
@@ -406,37 +414,54 @@ def _classified(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> D
     else:
         t_group = s_group = [F.col("key_hash").alias("_gk")]
         group = ["_gk"]
-    t_type = topic.select(F.struct(*topic.columns).alias("s")).schema["s"].dataType
-    s_type = sink.select(F.struct(*sink.columns).alias("s")).schema["s"].dataType
-    ord_ok = (offset >= 0) & (offset < _ORD_MAX_OFFSET) & (partition >= 0) & (
-        partition < (1 << _ORD_PARTITION_BITS))
+    # Only what the window and the detail need crosses the shuffle: the group key, one
+    # side/tombstone byte, the payload hash and the key at the top level; in the side
+    # structs only the compared values (and the topic record's coordinates, and its time
+    # when --grace needs it). What can be derived from those (flags, the second key hash,
+    # upsert's ordering) is derived after the shuffle: every byte a row carries is
+    # written, compressed and read back for millions of rows.
+    compared = list(options.compare)
+    t_fields = [partition.alias("partition"), offset.alias("offset")]
+    if options.grace_cutoff is not None:
+        t_fields.append(F.col("timestamp").alias("timestamp"))
+    t_struct = F.struct(*t_fields, *[F.col(c) for c in compared])
+    s_struct = F.struct(*[F.col(c) for c in compared]) if compared else F.struct(
+        F.lit(None).cast("boolean").alias("_"))
+    t_type = topic.select(t_struct.alias("s")).schema["s"].dataType
+    s_type = sink.select(s_struct.alias("s")).schema["s"].dataType
     t_narrow = topic.select(
         *t_group,
-        F.lit(True).alias("_is_t"),
-        tomb.alias("_tomb"),
+        F.when(tomb, F.lit(_SIDE_TOMBSTONE)).otherwise(F.lit(_SIDE_RECORD)).cast("byte")
+        .alias("_side"),
         F.col("payload_hash").alias("_ph"),
-        F.col("key_hash").alias("_kh"),
-        _second_key_hash(F.col("key")).alias("_k2"),
+        *([F.col("key_hash").alias("_kh")] if coordinates else []),
         F.col("key").alias("_key"),
-        F.when(ord_ok, F.shiftleft(offset, _ORD_PARTITION_BITS) + partition).alias("_ord"),
-        F.struct(*topic.columns).alias("_t"),
+        t_struct.alias("_t"),
         F.lit(None).cast(s_type).alias("_s"),
     )
     s_narrow = sink.select(
         *s_group,
-        F.lit(False).alias("_is_t"),
-        F.lit(False).alias("_tomb"),
+        F.lit(_SIDE_SINK).cast("byte").alias("_side"),
         F.col("payload_hash").alias("_ph"),
-        F.col("key_hash").alias("_kh"),
-        _second_key_hash(F.col("key")).alias("_k2"),
+        *([F.col("key_hash").alias("_kh")] if coordinates else []),
         F.col("key").alias("_key"),
-        F.lit(None).cast("long").alias("_ord"),
         F.lit(None).cast(t_type).alias("_t"),
-        F.struct(*sink.columns).alias("_s"),
+        s_struct.alias("_s"),
     )
+    # The explicit repartition puts the exchange below the derived columns (the window
+    # would otherwise have it inserted above them); the window needs no other.
+    both = (t_narrow.unionByName(s_narrow).repartition(*[F.col(g) for g in group])
+            .withColumn("_is_t", F.col("_side") != F.lit(_SIDE_SINK))
+            .withColumn("_tomb", F.col("_side") == F.lit(_SIDE_TOMBSTONE))
+            .withColumn("_k2", _second_key_hash(F.col("_key"))))
+    if options.mode == "upsert":
+        t_off, t_part = _t()["offset"], _t()["partition"]
+        ord_ok = (t_off >= 0) & (t_off < _ORD_MAX_OFFSET) & (t_part >= 0) & (
+            t_part < (1 << _ORD_PARTITION_BITS))
+        both = both.withColumn("_ord", F.when(
+            F.col("_is_t") & ord_ok, F.shiftleft(t_off, _ORD_PARTITION_BITS) + t_part))
     is_t, is_s = F.col("_is_t"), ~F.col("_is_t")
     live = is_t & ~F.col("_tomb")
-    both = t_narrow.unionByName(s_narrow)
 
     w = Window.partitionBy(*group)
 
@@ -518,6 +543,13 @@ def _s() -> Column:
     return F.col("_s")
 
 
+def _record_time(options: CompareOptions) -> Column:
+    """The topic record's Kafka time; only shuffled (and needed) with a grace cutoff."""
+    if options.grace_cutoff is None:
+        return F.lit(None).cast("timestamp")
+    return _t()["timestamp"]
+
+
 def _is_t() -> Column:
     return F.col("_is_t")
 
@@ -570,10 +602,10 @@ def _sink_aggs(compared: Sequence[str], with_key: bool = False) -> list[Column]:
     with the smallest hash (null when the group has no sink row)."""
     fields = _payload_fields(_s(), compared)
     if with_key:
-        fields += [_s()["key"].alias("key"), _s()["key_hash"].alias("key_hash")]
-    row = F.struct(_s()["payload_hash"].alias("ph"), *fields)
+        fields += [F.col("_key").alias("key"), F.col("_kh").alias("key_hash")]
+    row = F.struct(F.col("_ph").alias("ph"), *fields)
     mine = _is_s() & _suspect()  # the clean group keeps no values
-    ph = F.when(mine, _s()["payload_hash"])
+    ph = F.when(mine, F.col("_ph"))
     return [
         F.count_if(_is_s()).alias("s_n"),
         F.collect_set(ph).alias("s_hashes"),
@@ -711,8 +743,8 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
     rec = F.struct(
         _t()["offset"].cast("long").alias("offset"),
         _t()["partition"].cast("int").alias("partition"),
-        _t()["timestamp"].alias("ts"),
-        _t()["payload_hash"].alias("ph"),
+        _record_time(options).alias("ts"),
+        F.col("_ph").alias("ph"),
         *_payload_fields(_t(), compared),
     )
     live = _is_t() & ~F.col("_tomb")  # tombstones are not records to append
@@ -784,9 +816,9 @@ def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
     rec = F.struct(
         _t()["offset"].cast("long").alias("offset"),
         _t()["partition"].cast("int").alias("partition"),
-        _t()["timestamp"].alias("ts"),
+        _record_time(options).alias("ts"),
         F.col("_tomb").alias("tomb"),
-        _t()["payload_hash"].alias("ph"),
+        F.col("_ph").alias("ph"),
         *_payload_fields(_t(), compared),
     )
     order = F.struct(_t()["offset"].cast("long"), _t()["partition"].cast("int"))
@@ -846,11 +878,11 @@ def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
                       options: CompareOptions) -> DataFrame:
     compared = options.compare
     record = F.struct(
-        _t()["key"].alias("key"),
-        _t()["key_hash"].alias("key_hash"),
-        _t()["timestamp"].alias("ts"),
+        F.col("_key").alias("key"),
+        F.col("_kh").alias("key_hash"),
+        _record_time(options).alias("ts"),
         F.col("_tomb").alias("tomb"),
-        _t()["payload_hash"].alias("ph"),
+        F.col("_ph").alias("ph"),
         *_payload_fields(_t(), compared),
     )
     # A topic has one record per coordinates: the group's topic record, if any.

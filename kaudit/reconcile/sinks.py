@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl
 
 from kaudit.connect.redact import register_secret
 from kaudit.errors import ConnectionFailure, InputError
+from kaudit.reconcile.spark import error_line
 
 FORMATS = ("jdbc", "parquet", "csv", "json", "delta", "table")
 _JDBC_DRIVERS = {"postgresql": "org.postgresql.Driver"}
@@ -99,8 +100,7 @@ def read_sink(spark: Any, sink: SinkSpec) -> Any:
 
 
 def _sink_error(sink: SinkSpec, exc: Exception) -> Exception:
-    text = str(exc)
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), text)[:300]
+    text, first = str(exc), error_line(exc)
     unreachable = ("Connection refused", "connection attempt failed", "authentication failed",
                    "password authentication", "UnknownHostException", "timed out",
                    "does not exist" if sink.kind == "jdbc" else "\0")

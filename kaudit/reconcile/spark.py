@@ -61,6 +61,13 @@ def _artifact(jar_name: str) -> str:
     return "-".join(parts)
 
 
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """The first non-empty line of a Spark or Py4J error, for a one-line message: their
+    text often starts with a blank line and goes on with the query and a Java trace."""
+    text = str(exc)
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), text)[:limit]
+
+
 def start_session(master: str, jars: list[str] | None) -> Any:
     """A SparkSession for one reconcile run; Spark's logs go to the cache's spark-logs."""
     find_java()
@@ -80,10 +87,14 @@ def start_session(master: str, jars: list[str] | None) -> Any:
             .set("spark.ui.showConsoleProgress", "false")
             .set("spark.sql.session.timeZone", "UTC")
             .set("spark.sql.shuffle.partitions", "8")
-            # Both sides are aggregated on the join key with the same partitioning, so
-            # the join needs no shuffle of its own, unless adaptive execution coalesces
-            # the two sides into different partition counts. Keep them alike.
+            # The run sets the shuffle's partition count from the topic's size (see
+            # job.shuffle_partitions); adaptive execution must not merge them back into
+            # partitions whose sort no longer fits a task's memory.
             .set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+            # The detail aggregation keeps one group per suspect key and one for all clean
+            # rows; past 128 groups in a task (Spark's default) it would sort every row
+            # left, clean ones included. Suspects are few; their buffers are small.
+            .set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
             # spark-submit starts the driver JVM with these, so they apply from its start.
             .set("spark.driver.extraJavaOptions", java_opts)
             .set("spark.executor.extraJavaOptions", java_opts)
@@ -97,7 +108,7 @@ def start_session(master: str, jars: list[str] | None) -> Any:
         context = SparkContext(conf=conf, gateway=gateway)
     except Exception as exc:  # Py4J / Java gateway errors carry long traces
         raise RuntimeUnavailable(f"cannot start Spark ({master}): "
-                                 f"{str(exc).splitlines()[0][:300]} "
+                                 f"{error_line(exc)} "
                                  f"(log: {log_root / 'spark-driver.log'})") from None
     context.setLogLevel("ERROR")
     return SparkSession(context)

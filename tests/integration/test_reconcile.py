@@ -53,14 +53,15 @@ def topic(lab: Lab) -> Iterator[dict[str, Any]]:
         plain.produce(name, key=str(i), value=json.dumps(value), on_delivery=record)
     for i in TOMBSTONED:  # deleted later: in upsert mode the row must be gone
         plain.produce(name, key=str(i), value=None)
-    plain.flush(30)
+    assert plain.flush(30) == 0, "records still unsent after 30 s"
     txn = Producer({"bootstrap.servers": lab.bootstrap, "transactional.id": f"t-{name}"})
-    txn.init_transactions(30)
+    # The first transactional producer of a lab has __transaction_state created for it.
+    txn.init_transactions(60)
     txn.begin_transaction()
     for i in range(5000, 5010):  # aborted: a read_committed reader never sees them
         txn.produce(name, key=str(i), value=json.dumps({"id": i, "status": "x", "amount": 0.0,
                                                         "customer": {"id": 0}}))
-    txn.flush(30)
+    assert txn.flush(30) == 0, "transactional records still unsent after 30 s"
     txn.abort_transaction(30)
     yield {"name": name, "offsets": offsets}
     admin(lab).delete_topics([name])
