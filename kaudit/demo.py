@@ -602,6 +602,34 @@ def summary(result: DemoResult) -> str:
     return "\n".join(lines)
 
 
+def demo_document(result: DemoResult) -> dict[str, Any]:
+    """The ``kaudit.demo/v1`` document: where everything went, and the check, probe
+    matrix and reconcile documents the demo wrote (read back from its reports)."""
+    r = result.reports
+
+    def report(path: Path) -> Any:
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    return {
+        "schema": "kaudit.demo/v1",
+        "state_dir": str(result.state_dir),
+        "bootstrap": result.bootstrap,
+        "started_lab": result.started_lab,
+        "seconds": round(result.seconds, 1),
+        "reports": {
+            "directory": str(r.directory), "policy": str(r.policy),
+            "check": str(r.check_json), "check_sarif": str(r.check_sarif),
+            "probe_matrix": str(r.probe_json),
+            "probe_plot": str(r.probe_plot) if r.probe_plot is not None else None,
+            "reconcile": str(r.reconcile_json), "sink": str(r.sink),
+            "discrepancies": list(r.discrepancies),
+        },
+        "check": report(r.check_json),
+        "probe_matrix": report(r.probe_json),
+        "reconcile": report(r.reconcile_json),
+    }
+
+
 def run_demo(state_dir: Path, *, out: Say, say: Say, interrupted: threading.Event,
              color: bool = False) -> DemoResult:
     """Run the demo on the lab in ``state_dir`` (started if it is not running)."""

@@ -10,10 +10,14 @@ import typer
 from kaudit.cli import options
 from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.errors import ExitCode
-from kaudit.report.output import emit
+from kaudit.report.output import OutputFormat, emit, to_json
 
 
-def demo(state_dir: options.StateDir = None) -> None:
+def demo(
+    state_dir: options.StateDir = None,
+    format: options.PlainFormat = OutputFormat.table,
+    output: options.Output = None,
+) -> None:
     """Show what kaudit is for on the local lab: check, probe matrix and reconcile.
 
     Starts the lab in the state directory (or reuses the running one), creates
@@ -21,17 +25,27 @@ def demo(state_dir: options.StateDir = None) -> None:
     leader under acks=1 and acks=all, and reconciles a topic with a Parquet
     sink that has rows missing, duplicated and changed. Reports go to
     STATE_DIR/demo/. Exits 0 when every step ran: the findings, losses and
-    discrepancies it shows are the point.
+    discrepancies it shows are the point. With --format json, one document at the
+    end: the report paths and the check, probe matrix and reconcile documents.
     """
-    from kaudit.demo import run_demo
+    from kaudit.demo import demo_document, run_demo
 
     directory = options.state_dir(state_dir)
-    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    streamed = format is OutputFormat.table and not output
+    color = streamed and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    # On stdout the sections appear as each step ends; a report file is written once,
+    # whole, at the end (written step by step it would be half a report on Ctrl-C).
+    sections: list[str] = []
     with graceful_interrupt(
             "kaudit demo: interrupted; cleaning up (Ctrl-C again to abandon)") as interrupted:
-        run_demo(directory, out=emit, interrupted=interrupted, color=color,
-                 say=lambda line: typer.echo(f"kaudit demo: {line}", err=True))
+        result = run_demo(directory, out=emit if streamed else sections.append,
+                          interrupted=interrupted, color=color,
+                          say=lambda line: typer.echo(f"kaudit demo: {line}", err=True))
     if interrupted.is_set():
         raise typer.Exit(int(ExitCode.INTERRUPTED))
+    if format is OutputFormat.json:
+        emit(to_json(demo_document(result)), output)
+    elif output:
+        emit("".join(sections), output)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from enum import StrEnum
 from typing import Annotated, Any
@@ -11,6 +12,7 @@ from tabulate import tabulate
 
 from kaudit.cli import options
 from kaudit.connect.settings import parse_key_values
+from kaudit.errors import LabStateError
 from kaudit.lab import manager
 from kaudit.lab.runtime import DEFAULT_KAFKA_VERSION, kafka_runtime
 from kaudit.lab.security import Security
@@ -76,8 +78,13 @@ def up(
         ),
     ] = None,
     state_dir: options.StateDir = None,
+    format: options.PlainFormat = OutputFormat.table,
+    output: options.Output = None,
 ) -> None:
-    """Start the lab (or restart a stopped one) and print its bootstrap servers."""
+    """Start the lab (or restart a stopped one) and print its bootstrap servers.
+
+    With --format json, print the lab's status document (as `lab status -f json`).
+    """
     directory = options.state_dir(state_dir)
     extra = parse_key_values(broker_config or [], "--broker-config")
     state = manager.lab_up(
@@ -94,7 +101,16 @@ def up(
     if state.client_properties is not None:
         _say(f"{state.security}: client settings in {state.client_properties}; "
              'eval "$(kaudit lab env)" to use them')
-    typer.echo(state.bootstrap)
+    _emit_state(state, format, output, plain=state.bootstrap + "\n")
+
+
+def _emit_state(state: LabState, format: OutputFormat, output: str | None, plain: str,
+                **extra: Any) -> None:
+    """What a lab action prints: its plain line(s), or the lab's status document."""
+    if format is OutputFormat.json:
+        emit(to_json({**status_document(state), **extra}), output)
+    elif plain or output:
+        emit(plain, output)
 
 
 def _node_row(node: LabNode) -> dict[str, Any]:
@@ -164,11 +180,18 @@ def kill(
         ),
     ] = Signal.KILL,
     state_dir: options.StateDir = None,
+    format: options.PlainFormat = OutputFormat.table,
+    output: options.Output = None,
 ) -> None:
-    """Stop one node the way a failure would."""
-    node = manager.lab_kill(options.state_dir(state_dir), node_id, signal.value)
+    """Stop one node the way a failure would.
+
+    With --format json, print the lab's status document afterwards.
+    """
+    directory = options.state_dir(state_dir)
+    node = manager.lab_kill(directory, node_id, signal.value)
     verb = "paused" if signal is Signal.STOP else "stopped"
     _say(f"{node.role} {node.id} {verb} (SIG{signal.value})")
+    _emit_state(LabState.load(directory), format, output, plain="")
 
 
 @app.command()
@@ -178,30 +201,63 @@ def start(
         float, typer.Option(metavar="SECONDS", help="How long to wait for it to register.")
     ] = 120,
     state_dir: options.StateDir = None,
+    format: options.PlainFormat = OutputFormat.table,
+    output: options.Output = None,
 ) -> None:
-    """Restart a killed node, or resume a paused one."""
-    node, done = manager.lab_start(options.state_dir(state_dir), node_id, wait_s=wait)
+    """Restart a killed node, or resume a paused one.
+
+    With --format json, print the lab's status document afterwards.
+    """
+    directory = options.state_dir(state_dir)
+    node, done = manager.lab_start(directory, node_id, wait_s=wait)
     _say(f"{node.role} {node.id} {done}")
+    _emit_state(LabState.load(directory), format, output, plain="")
 
 
 @app.command()
 def down(
     purge: Annotated[bool, typer.Option(help="Also delete all data and logs.")] = False,
     state_dir: options.StateDir = None,
+    format: options.PlainFormat = OutputFormat.table,
+    output: options.Output = None,
 ) -> None:
-    """Stop every node; with --purge also delete the lab's data."""
+    """Stop every node; with --purge also delete the lab's data.
+
+    With --format json, print the lab's status document as it was left (every node
+    down), with "purged".
+    """
     directory = options.state_dir(state_dir)
-    manager.lab_down(directory, purge=purge, say=_say)
+    before = None
+    if format is OutputFormat.json:
+        with contextlib.suppress(LabStateError):  # lab_down says what is wrong
+            before = LabState.load(directory)
+    state = manager.lab_down(directory, purge=purge, say=_say)
     _say(f"stopped{' and deleted' if purge else ''} the lab in {directory}")
+    left = state or before
+    if left is not None:
+        # Purged: the nodes of the state loaded before, whose processes are gone now.
+        _emit_state(left, format, output, plain="", purged=purge)
 
 
 @app.command()
-def env(state_dir: options.StateDir = None) -> None:
-    """Print shell exports that point kaudit at the lab: eval "$(kaudit lab env)"."""
+def env(
+    state_dir: options.StateDir = None,
+    format: options.PlainFormat = OutputFormat.table,
+    output: options.Output = None,
+) -> None:
+    """Print shell exports that point kaudit at the lab: eval "$(kaudit lab env)".
+
+    With --format json, the same variables as a JSON object (null: unset it).
+    """
     state = LabState.load(options.state_dir(state_dir))
-    typer.echo(f"export KAUDIT_BOOTSTRAP_SERVERS={shlex.quote(state.bootstrap)}")
-    if state.client_properties is not None:
-        typer.echo(f"export KAUDIT_COMMAND_CONFIG={shlex.quote(str(state.client_properties))}")
-    else:
+    variables = {
+        "KAUDIT_BOOTSTRAP_SERVERS": state.bootstrap,
         # A plaintext lab must not inherit a secured lab's settings from an earlier eval.
-        typer.echo("unset KAUDIT_COMMAND_CONFIG")
+        "KAUDIT_COMMAND_CONFIG": (str(state.client_properties)
+                                  if state.client_properties is not None else None),
+    }
+    if format is OutputFormat.json:
+        emit(to_json({"schema": "kaudit.lab.env/v1", "variables": variables}), output)
+        return
+    emit("".join(f"export {name}={shlex.quote(value)}\n" if value is not None
+                 else f"unset {name}\n" for name, value in variables.items()), output)

@@ -9,7 +9,7 @@ import typer
 
 from kaudit.connect.settings import ConnectionSettings, resolve_connection
 from kaudit.lab.state import default_state_dir
-from kaudit.report.output import OutputFormat
+from kaudit.report.output import OutputFormat, output_problem
 
 CONNECTION = "Connection"
 
@@ -71,10 +71,31 @@ Format = Annotated[
         help="Output format [default: table on a terminal, json otherwise].",
     ),
 ]
+#: For commands whose plain output is already what scripts read (the bootstrap line of
+#: ``lab up``, the exports of ``lab env``): JSON only when asked for, also when piped.
+PlainFormat = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="json for a JSON document on stdout [default: table, also when piped].",
+    ),
+]
+def _writable_output(value: str | None) -> str | None:
+    """Refuse an -o the report could never be written to before the work starts: a probe
+    or a reconcile runs for minutes, and its report would be lost at the end."""
+    problem = output_problem(value) if value is not None else None
+    if problem:
+        raise typer.BadParameter(problem)
+    return value
+
+
 Output = Annotated[
     str | None,
     typer.Option(
-        "--output", "-o", metavar="FILE", help="Write the report to FILE instead of stdout."
+        "--output", "-o", metavar="FILE", callback=_writable_output,
+        help="Write the report to FILE instead of stdout.",
     ),
 ]
 

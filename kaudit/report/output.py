@@ -41,6 +41,27 @@ def to_json(document: dict[str, Any]) -> str:
     return json.dumps(redact(document, text=False), indent=2, default=str) + "\n"
 
 
+def _is_device(target: Path) -> bool:
+    return target.exists() and not target.is_file() and not target.is_dir()
+
+
+def output_problem(output: str) -> str | None:
+    """Why a report could not be written to ``-o output`` (None: it can be), checked by the
+    option before a command starts its work and again by :func:`emit`."""
+    if output == "-":
+        return None
+    target = Path(output).expanduser()
+    if target.is_dir():
+        return f"{output} is a directory"
+    if not target.parent.is_dir():
+        return f"directory {target.parent} does not exist"
+    # A file is written beside its target and renamed over it; a device is written in place.
+    writable = target if _is_device(target) else target.parent
+    if not os.access(writable, os.W_OK):
+        return f"{writable} is not writable"
+    return None
+
+
 def emit(text: str, output: str | None = None) -> None:
     """Write ``text`` (redacted) to ``output`` atomically, or to stdout."""
     text = redact(text)
@@ -48,15 +69,16 @@ def emit(text: str, output: str | None = None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    problem = output_problem(output)
+    if problem:
+        raise InputError(f"-o {output}: {problem}")
     target = Path(output).expanduser()
-    if target.exists() and not target.is_file():
+    if _is_device(target):
         # A device, FIFO or socket (/dev/null, /dev/stderr, a named pipe): write
         # straight into it. Renaming a file over it would replace the device.
         with open(target, "w", encoding="utf-8") as fh:
             fh.write(text)
         return
-    if not target.parent.is_dir():
-        raise InputError(f"-o {output}: directory {target.parent} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -128,3 +128,32 @@ def test_secrets_from_a_properties_file_never_reach_output(tmp_path: Path) -> No
     assert result.code == 3
     assert secret not in result.stdout + result.stderr
     assert not report.exists() or secret not in report.read_text()
+
+
+# DESIGN.md: --format table|json and -o on every command. `snapshot` writes JSON only.
+_JSON_ONLY = {"kaudit snapshot"}
+
+
+@pytest.mark.parametrize("name,cmd", [(n, c) for n, c in all_commands()
+                                      if not isinstance(c, Group) and n not in _JSON_ONLY],
+                         ids=lambda v: str(v).replace(" ", "-"))
+def test_every_command_offers_json_and_an_output_file(name: str, cmd: Command) -> None:
+    opts = {o for p in cmd.params if isinstance(p, Option) for o in p.opts}
+    assert {"--format", "-o"} <= opts, f"{name} lacks --format or -o"
+
+
+@pytest.mark.parametrize("args", [("probe",), ("reconcile", "--topic", "t", "--sink",
+                                               "parquet:/tmp/none", "--key", "id"),
+                                  ("check",), ("lab", "status")], ids=lambda a: a[0])
+def test_an_output_file_that_cannot_be_written_is_refused_before_any_work(
+        tmp_path: Path, args: tuple[str, ...]) -> None:
+    # A port nothing listens on: had the command started its work, it would say so.
+    common = ("-b", "127.0.0.1:1", "--timeout", "2") if args[0] != "lab" else (
+        "--state-dir", str(tmp_path / "lab"))
+    for target, reason in ((tmp_path / "no-such-dir" / "r.json", "does not exist"),
+                           (tmp_path, "is a directory")):
+        result = run_kaudit(*args, *common, "-o", str(target))
+        assert result.code == 2, result.stderr
+        assert reason in result.stderr and "'-o'" in result.stderr
+        assert "cannot reach" not in result.stderr and "no lab" not in result.stderr
+    assert not (tmp_path / "no-such-dir").exists()
