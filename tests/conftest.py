@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
 import os
 import shlex
@@ -12,6 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,6 +74,14 @@ class Lab:
         return doc
 
 
+@functools.cache
+def lab_admin(bootstrap: str) -> Any:
+    """One long-lived admin client per lab for the tests' own setup (see ``lab``)."""
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
 @pytest.fixture(scope="session")
 def lab() -> Iterator[Lab]:
     """Start a 3-broker lab once for all Kafka tests; stop and delete it at the end.
@@ -91,6 +102,10 @@ def lab() -> Iterator[Lab]:
     try:
         yield Lab(state_dir=state_dir, bootstrap=started.stdout.strip())
     finally:
+        # The tests' clients go before the brokers do: a client alive at exit would log
+        # its failed reconnects to a stopped lab.
+        lab_admin.cache_clear()
+        gc.collect()
         run_kaudit("lab", "down", "--purge", "--state-dir", state_dir, timeout=120)
         shutil.rmtree(state_dir, ignore_errors=True)
 

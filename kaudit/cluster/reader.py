@@ -9,6 +9,7 @@ reports it as a finding) instead of an error.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -28,6 +29,9 @@ from kaudit.connect.settings import ConnectionSettings
 
 TOPIC_BATCH = 500
 """Topics per DescribeConfigs request: large enough to be few, small enough to be quick."""
+
+UNKNOWN_TOPIC_TRIES = 3
+"""DescribeConfigs rounds for a topic the brokers do not know (created or deleted just now)."""
 
 _AUTH_ERRORS = ("TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
                 "GROUP_AUTHORIZATION_FAILED")
@@ -59,33 +63,55 @@ def _configs(entries: Mapping[str, Any], sources: dict[int, ConfigSource]) -> Co
 HIDDEN_SECURITY_CONFIG = "allow.everyone.if.no.acl.found"
 
 
+def _error_name(cause: BaseException) -> str:
+    """The Kafka error code's name of a KafkaException (``""`` when there is none)."""
+    arg: Any = cause.args[0] if cause.args else None
+    return str(arg.name()) if hasattr(arg, "name") else ""
+
+
 def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
-                      unreadable: list[str], kind: str) -> dict[str, ConfigMap]:
-    """DescribeConfigs for many resources, batched; denied ones go to ``unreadable``."""
+                      unreadable: list[str], kind: str,
+                      deleted: set[str] | None = None) -> dict[str, ConfigMap]:
+    """DescribeConfigs for many resources, batched; denied ones go to ``unreadable``.
+
+    With ``deleted``, a topic the brokers do not know is asked for again (a topic just
+    created may not have reached the broker that answers yet); one still unknown after
+    that was deleted since the metadata was read, and goes to ``deleted``.
+    """
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import ConfigResource, ResourceType
 
-    names = list(names)
     # Kafka answers a broker's configs only from that broker: one resource per call.
     batch_size = 1 if restype == ResourceType.BROKER else TOPIC_BATCH
-    futures: dict[str, Any] = {}
-    for start in range(0, len(names), batch_size):
-        batch = [ConfigResource(restype, n) for n in names[start:start + batch_size]]
-        for resource, fut in session.admin.describe_configs(
-                batch, request_timeout=session.settings.timeout).items():
-            futures[resource.name] = fut
-    out: dict[str, ConfigMap] = {}
     sources = _source_names()
-    for name, fut in futures.items():
-        try:
-            out[name] = _configs(session.wait(fut), sources)
-        except Exception as exc:
-            cause = exc.__cause__ or exc.__context__ or exc
-            text = kafka_message(cause) if isinstance(cause, KafkaException) else str(exc)
-            if any(code in text for code in _AUTH_ERRORS) or "authoriz" in text.lower():
-                unreadable.append(f"configs of {kind} {name}: not authorized")
-                continue
-            raise
+    out: dict[str, ConfigMap] = {}
+    pending = list(names)
+    for attempt in range(UNKNOWN_TOPIC_TRIES):
+        if attempt:
+            time.sleep(0.5)
+        futures: dict[str, Any] = {}
+        for start in range(0, len(pending), batch_size):
+            batch = [ConfigResource(restype, n) for n in pending[start:start + batch_size]]
+            for resource, fut in session.admin.describe_configs(
+                    batch, request_timeout=session.settings.timeout).items():
+                futures[resource.name] = fut
+        pending = []
+        for name, fut in futures.items():
+            try:
+                out[name] = _configs(session.wait(fut), sources)
+            except Exception as exc:
+                cause = exc.__cause__ or exc.__context__ or exc
+                text = kafka_message(cause) if isinstance(cause, KafkaException) else str(exc)
+                if any(code in text for code in _AUTH_ERRORS) or "authoriz" in text.lower():
+                    unreadable.append(f"configs of {kind} {name}: not authorized")
+                elif deleted is not None and _error_name(cause) == "UNKNOWN_TOPIC_OR_PART":
+                    pending.append(name)
+                else:
+                    raise
+        if not pending:
+            break
+    if deleted is not None:
+        deleted.update(pending)
     return out
 
 
@@ -106,11 +132,11 @@ def read_snapshot(settings: ConnectionSettings) -> ClusterSnapshot:
             # sensitive, so their value cannot be judged from outside.
             unreadable.append(f"the value of {HIDDEN_SECURITY_CONFIG} on broker {broker_id} "
                               "(Kafka hides it; check server.properties)")
-    topic_names = sorted(metadata.topics)
-    topic_configs = _describe_configs(session, ResourceType.TOPIC, topic_names, unreadable,
-                                      "topic")
+    deleted: set[str] = set()
+    topic_configs = _describe_configs(session, ResourceType.TOPIC, sorted(metadata.topics),
+                                      unreadable, "topic", deleted)
     topics = []
-    for name in topic_names:
+    for name in sorted(set(metadata.topics) - deleted):  # deleted while being read: gone
         meta = metadata.topics[name]
         if meta.error is not None and meta.error.name() in _AUTH_ERRORS:
             unreadable.append(f"metadata of topic {name}: not authorized")

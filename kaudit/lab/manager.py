@@ -61,13 +61,40 @@ def _quiet(_: str) -> None:
     pass
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports nothing is listening on right now."""
-    sockets = []
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_LAB_PORT = 10000
+
+
+def _ephemeral_start() -> int:
     try:
-        for _ in range(count):
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports nothing is listening on right now.
+
+    They are taken below the kernel's ephemeral range when there is room: a broker that is
+    killed and restarted must get its port back, and while it is down any outgoing
+    connection could otherwise be handed that port as its source port.
+    """
+    import random
+
+    top = _ephemeral_start()
+    sockets: list[socket.socket] = []
+    try:
+        candidates = (random.sample(range(LOWEST_LAB_PORT, top), min(top - LOWEST_LAB_PORT, 200))
+                      if top > LOWEST_LAB_PORT + 1000 else [])
+        for port in [*candidates, *[0] * count]:
+            if len(sockets) == count:
+                break
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
+            try:
+                s.bind(("127.0.0.1", port))  # 0 (the kernel's choice) only as a fallback
+            except OSError:
+                s.close()
+                continue
             sockets.append(s)
         return [s.getsockname()[1] for s in sockets]
     finally:
@@ -495,6 +522,7 @@ def lab_kill(state_dir: Path, node_id: int, signal_name: str, *, wait_s: float =
         if current is NodeState.paused:
             raise LabStateError(f"{node.role} {node_id} is already paused")
         os.kill(node.pid or 0, sig)
+        _await_state(node, NodeState.paused, wait_s)
         return node
     left = _stop_nodes(state, [node], sig, wait_s=wait_s)
     if left:
@@ -517,6 +545,13 @@ def lab_start(state_dir: Path, node_id: int, *, wait_s: float) -> tuple[LabNode,
             return node, "already running"
         if current is NodeState.paused:
             os.kill(node.pid or 0, signal.SIGCONT)
+            _await_state(node, NodeState.running, wait_s)
+            if node.role == "broker":
+                # A pause longer than the broker session gets the broker fenced until its
+                # next heartbeat. Its own metadata is stale, so ask the others.
+                others = [b for b in state.brokers
+                          if b is not node and node_state(b) is NodeState.running]
+                _wait_registered(state, node, wait_s, ask=others or [node])
             return node, "resumed"
         _launch(node)
         state.save()
@@ -525,14 +560,29 @@ def lab_start(state_dir: Path, node_id: int, *, wait_s: float) -> tuple[LabNode,
         return node, "restarted"
 
 
-def _wait_registered(state: LabState, node: LabNode, wait_s: float) -> None:
+def _await_state(node: LabNode, want: NodeState, wait_s: float) -> None:
+    # STOP and CONT reach a JVM's threads one by one: /proc shows the new state only once all
+    # of them have it, so the status printed right after would otherwise be the old one.
+    deadline = time.monotonic() + wait_s
+    while (current := node_state(node)) is not want:
+        if current is NodeState.down or time.monotonic() >= deadline:
+            raise LabError(f"{node.role} {node.id} is {current.value}, not {want.value}, "
+                           f"{wait_s:g}s after the signal")
+        time.sleep(0.02)
+
+
+def _wait_registered(state: LabState, node: LabNode, wait_s: float,
+                     ask: list[LabNode] | None = None) -> None:
+    """Wait until the brokers in ``ask`` (by default ``node`` itself) list ``node`` as a live,
+    unfenced broker."""
     from confluent_kafka.admin import AdminClient
 
-    # Ask the restarted broker itself: right after a SIGKILL the cluster still lists its old
-    # registration until the session expires, but only a started broker answers on its port
-    # (a broker serves clients only once it has caught up and been unfenced).
-    admin = AdminClient(_lab_client_config(state) | {"bootstrap.servers":
-                                                     f"127.0.0.1:{node.port}"})
+    # By default ask the restarted broker itself: right after a SIGKILL the cluster still
+    # lists its old registration until the session expires, but only a started broker
+    # answers on its port (a broker serves clients only once it has caught up and been
+    # unfenced).
+    bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in ask or [node])
+    admin = AdminClient(_lab_client_config(state) | {"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if node_state(node) is NodeState.down:

@@ -27,11 +27,13 @@ import os
 import secrets
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from kaudit.cluster.client import kafka_message
 from kaudit.errors import InputError, LabError
 
 BROKER_PRINCIPAL = "kaudit-broker"
@@ -230,6 +232,9 @@ def format_arguments(m: Material, mode: Security) -> list[str]:
 
 def grant_user_acls(admin_config: dict[str, Any], timeout: float) -> None:
     """Give ``alice`` what kaudit needs: topics, groups, transactions, cluster reads."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import (
         AclBinding,
         AclOperation,
@@ -254,5 +259,16 @@ def grant_user_acls(admin_config: dict[str, Any], timeout: float) -> None:
         for rtype, name, op in grants
     ]
     admin = AdminClient(admin_config)
-    for future in admin.create_acls(bindings, request_timeout=timeout).values():
-        future.result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        # Creating an ACL that exists is a no-op, so a slow or refused round is simply
+        # asked again; the brokers may still be settling right after the lab came up.
+        try:
+            for future in admin.create_acls(bindings, request_timeout=10).values():
+                future.result(timeout=15)
+            return
+        except (KafkaException, FutureTimeout) as exc:
+            if time.monotonic() >= deadline:
+                raise LabError(f"could not grant {principal} its ACLs within {timeout:g}s: "
+                               f"{kafka_message(exc) or 'no answer'}") from None
+            time.sleep(0.5)

@@ -59,6 +59,9 @@ POLL_EVERY = 64
 message costs more than the reports it serves."""
 READ_EVERY = 2048
 """Sends between two turns of the live read-back pass."""
+ACKS_0_QUIET_S = 2.0
+"""acks=0: how long the log ends must stand still, short of what was sent, before the
+read-back stops there (what is missing then was lost, as acks=0 allows)."""
 READ_BATCH = 4096
 """Most messages the live pass takes per turn: it keeps up without stalling the sends
 (the client keeps sending its queue meanwhile)."""
@@ -247,7 +250,9 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
     started = time.monotonic()
     log = EventLog(started)
     notes: list[str] = []
-    start_offsets = _high_watermarks(conn, name, partitions)
+    # The admin client asks again while leadership is still moving after the previous
+    # trial's fault; a consumer's watermark query gave up on NOT_LEADER_OR_FOLLOWER.
+    start_offsets = _list_offsets(session, name, partitions, latest=True)
     monitor = LeaderMonitor(session, name, log)
     monitor.sample()
     monitor.start()
@@ -290,7 +295,7 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
         monitor.stop()
         drain_complete = True
         live_kept = False
-        ends = _read_ends(session, settings, name, partitions, ledger)
+        ends = _read_ends(session, settings, name, partitions, start_offsets, ledger)
         if live is not None:
             complete = live.drain(ends)
             doubt = _live_pass_doubt(session, name, partitions, log, start_offsets)
@@ -345,36 +350,24 @@ def _replace(settings: ProbeSettings, **changes: Any) -> ProbeSettings:
 
 def _roles(session: AdminSession, topic: str) -> tuple[int, list[int]]:
     """Partition 0's leader and its in-sync followers, fresh from metadata."""
-    md = session.admin.list_topics(topic=topic, timeout=5)
-    part = md.topics[topic].partitions[0]
-    return part.leader, [b for b in part.isrs if b != part.leader]
+    from confluent_kafka import KafkaException
 
-
-def _watermarks(consumer: Any, topic: str, partition: int,
-                conn: ConnectionSettings) -> tuple[int, int]:
-    """A partition's low and high watermarks, waiting out a consumer that has not yet
-    seen a topic created a moment ago (its metadata says "unknown partition")."""
-    from confluent_kafka import KafkaError, KafkaException, TopicPartition
-
-    from kaudit.errors import ConnectionFailure
-
-    deadline = time.monotonic() + conn.timeout
+    timeout = session.settings.timeout
+    deadline = time.monotonic() + max(timeout, 10)
     while True:
+        # A fault's target is looked up right after the previous fault too (bounce-leader):
+        # metadata can time out, or show no leader while an election is under way.
         try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                       timeout=conn.timeout)
-            return int(low), int(high)
+            md = session.admin.list_topics(topic=topic, timeout=min(timeout, 5))
+            part = md.topics[topic].partitions.get(0)
+            if part is not None and part.leader >= 0:
+                return part.leader, [b for b in part.isrs if b != part.leader]
+            problem = f"partition 0 of {topic} has no leader"
         except KafkaException as exc:
-            err = exc.args[0]
-            # A broker that has not yet loaded a just-created topic answers
-            # UNKNOWN_TOPIC_OR_PART, as the client's own metadata does.
-            transient = err.code() in (KafkaError._UNKNOWN_PARTITION,
-                                       KafkaError._UNKNOWN_TOPIC,
-                                       KafkaError.UNKNOWN_TOPIC_OR_PART) or err.retriable()
-            if not transient or time.monotonic() >= deadline:
-                raise ConnectionFailure(f"cannot read the offsets of {topic} [{partition}]: "
-                                        f"{err.str()}") from None
-            time.sleep(0.2)
+            problem = str(exc)
+        if time.monotonic() >= deadline:
+            raise session.unreachable(KafkaException(problem)) from None
+        time.sleep(0.3)
 
 
 def _list_offsets(session: AdminSession, topic: str, partitions: list[int], latest: bool,
@@ -382,6 +375,8 @@ def _list_offsets(session: AdminSession, topic: str, partitions: list[int], late
     """Every partition's end (``latest``: the high watermark, or the last stable offset
     for a read_committed reader) or log start offset, in one request of the admin
     client: a consumer's own query would queue behind its pending fetch."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
@@ -395,9 +390,10 @@ def _list_offsets(session: AdminSession, topic: str, partitions: list[int], late
             {TopicPartition(topic, p): spec for p in partitions}, isolation_level=level,
             request_timeout=timeout)
         try:
-            return {tp.partition: int(f.result(timeout=timeout).offset)
+            # Python's wait outlasts librdkafka's, so a slow answer is librdkafka's timeout.
+            return {tp.partition: int(f.result(timeout=timeout + 5).offset)
                     for tp, f in futures.items()}
-        except KafkaException as exc:
+        except (KafkaException, FutureTimeout) as exc:
             # Right after a broker restart, leaders and their epochs can be briefly out of
             # step (UNKNOWN_LEADER_EPOCH, NOT_LEADER...; librdkafka does not flag these
             # admin errors retriable): ask again until the deadline.
@@ -407,33 +403,28 @@ def _list_offsets(session: AdminSession, topic: str, partitions: list[int], late
 
 
 def _read_ends(session: AdminSession, settings: ProbeSettings, topic: str,
-               partitions: list[int], ledger: Ledger) -> dict[int, int]:
+               partitions: list[int], starts: dict[int, int], ledger: Ledger
+               ) -> dict[int, int]:
     """Where each partition's read-back may stop: past its end now and past its last
     acknowledged offset."""
     ends = _list_offsets(session, topic, partitions, latest=True,
                          read_committed=settings.transactional)
     if settings.acks == "0":
         # acks=0 gets no offsets back, and flush() returns once the requests are sent,
-        # maybe before the broker appended them: wait until the log ends stop moving.
+        # maybe before the broker appended them; the high watermark then moves only as
+        # followers fetch. Wait until every partition has grown by what was sent to it (it
+        # cannot grow by less unless messages were lost), or has stopped moving for a while.
+        wanted = {p: starts[p] + ledger.partition_counts(p)["acked"] for p in partitions}
         deadline = time.monotonic() + session.settings.timeout
-        while time.monotonic() < deadline:
-            time.sleep(0.5)
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline and any(ends[p] < wanted[p] for p in partitions):
+            time.sleep(0.2)
             again = _list_offsets(session, topic, partitions, latest=True)
-            if again == ends:
+            if again != ends:
+                ends, quiet_since = again, time.monotonic()
+            elif time.monotonic() - quiet_since >= ACKS_0_QUIET_S:
                 break
-            ends = again
     return {p: max(ends[p], ledger.last_acked_offset(p) + 1) for p in partitions}
-
-
-def _high_watermarks(conn: ConnectionSettings, topic: str,
-                     partitions: list[int]) -> dict[int, int]:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(client_config(conn, None, **{"group.id": "kaudit-probe-offsets"}))
-    try:
-        return {p: _watermarks(consumer, topic, p, conn)[1] for p in partitions}
-    finally:
-        consumer.close()
 
 
 def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,

@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import Lab, run_kaudit
+from tests.conftest import Lab, lab_admin, run_kaudit
 
 pytestmark = pytest.mark.kafka
 
 
-@functools.cache
-def _admin(bootstrap: str) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient({"bootstrap.servers": bootstrap})
-
-
 def admin(lab: Lab) -> Any:
     """One long-lived admin client per lab (a dropped client cancels its futures)."""
-    return _admin(lab.bootstrap)
+    return lab_admin(lab.bootstrap)
 
 
 def create_topic(lab: Lab, partitions: int = 3, rf: int = 3, **config: str) -> str:
@@ -35,20 +28,31 @@ def create_topic(lab: Lab, partitions: int = 3, rf: int = 3, **config: str) -> s
     name = f"test-{uuid.uuid4().hex[:8]}"
     fut = admin(lab).create_topics([NewTopic(name, partitions, rf, config=config)])[name]
     fut.result(timeout=30)
-    wait_until(lambda: all(p.leader >= 0 for p in partitions_of(lab, name)), 30, "leaders")
+
+    def led() -> bool:
+        found = partitions_of(lab, name)
+        return len(found) == partitions and all(p.leader >= 0 for p in found)
+
+    wait_until(led, 30, "leaders")
     return name
 
 
 def partitions_of(lab: Lab, topic: str) -> list[Any]:
     md = admin(lab).list_topics(topic=topic, timeout=10).topics[topic]
+    # A broker that has not applied the creation yet answers with the topic in error and
+    # no partitions, which would make every all(...) over them vacuously true.
+    assert md.error is None and md.partitions, f"{topic}: {md.error or 'no partitions'}"
     return [md.partitions[p] for p in sorted(md.partitions)]
 
 
 def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if cond():
-            return
+        try:
+            if cond():
+                return
+        except Exception:  # metadata not there yet, a broker just restarted: ask again
+            pass
         time.sleep(0.5)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
@@ -111,6 +115,9 @@ def test_status_reports_three_live_brokers_and_a_controller(lab: Lab) -> None:
     # A plaintext lab also clears a secured lab's client settings from an earlier eval.
     assert env.stdout.splitlines() == [f"export KAUDIT_BOOTSTRAP_SERVERS={lab.bootstrap}",
                                        "unset KAUDIT_COMMAND_CONFIG"]
+    as_json = json.loads(lab.kaudit("env", "-f", "json").stdout)
+    assert as_json == {"schema": "kaudit.lab.env/v1", "variables": {
+        "KAUDIT_BOOTSTRAP_SERVERS": lab.bootstrap, "KAUDIT_COMMAND_CONFIG": None}}
 
 
 def test_cluster_command_describes_the_lab(lab: Lab) -> None:
@@ -167,6 +174,10 @@ def test_two_brokers_down_blocks_acks_all_with_not_enough_replicas(
     others = [b for b in (1, 2, 3) if b != leader]
     assert lab.kaudit("kill", str(others[0]), "--signal", "TERM").code == 0
     assert lab.kaudit("kill", str(others[1])).code == 0
+    # TERM starts a controlled shutdown that can take seconds, with the broker still taking
+    # connections: a producer bootstrapping through it then hears nothing and times out.
+    wait_until(lambda: not any(b["alive"] for b in lab.status()["brokers"]  # type: ignore
+                               if b["id"] in others), 60, "the killed brokers to exit")
     wait_until(lambda: len(partitions_of(lab, topic)[0].isrs) == 1, 60, "ISR of one")
     # retries=0 so the broker's refusal is reported instead of retried until timeout.
     acked, errors = produce(lab, topic, 20, retries=0, **{"enable.idempotence": False})
@@ -175,11 +186,15 @@ def test_two_brokers_down_blocks_acks_all_with_not_enough_replicas(
 
 
 def test_paused_broker_is_reported_and_resumed(lab: Lab, restore_brokers: None) -> None:
-    assert lab.kaudit("kill", "3", "--signal", "STOP").code == 0
+    paused = lab.kaudit("kill", "3", "--signal", "STOP", "-f", "json")
+    assert paused.code == 0, paused.stderr
+    # -f json: the status document as the kill left the lab, the same as `lab status`.
+    assert json.loads(paused.stdout)["brokers"][2]["state"] == "paused"
     broker3 = lab.status()["brokers"][2]  # type: ignore[index]
     assert (broker3["state"], broker3["alive"]) == ("paused", False)
-    resumed = lab.kaudit("start", "3")
+    resumed = lab.kaudit("start", "3", "--format", "json")
     assert resumed.code == 0 and "resumed" in resumed.stderr
+    assert json.loads(resumed.stdout)["brokers"][2]["state"] == "running"
     assert lab.status()["brokers"][2]["state"] == "running"  # type: ignore[index]
 
 
@@ -215,14 +230,19 @@ def test_second_lab_side_by_side_and_broker_that_dies_on_start(lab: Lab) -> None
         errors = [ln for ln in dies.stderr.splitlines() if ln.startswith("kaudit: error:")]
         assert len(errors) == 1 and "Address already in use" in errors[0]
         run_kaudit("lab", "down", "--purge", "--state-dir", other)
-        single = run_kaudit("lab", "up", "--brokers", "1", "--state-dir", other)
+        single = run_kaudit("lab", "up", "--brokers", "1", "--state-dir", other, "-f", "json")
         try:
             assert single.code == 0, single.stderr
-            assert single.stdout.strip() != lab.bootstrap
-            info = run_kaudit("cluster", "-b", single.stdout.strip(), "-f", "json")
+            up_doc = json.loads(single.stdout)
+            assert up_doc["schema"] == "kaudit.lab/v1" and up_doc["bootstrap"] != lab.bootstrap
+            assert [(b["id"], b["alive"]) for b in up_doc["brokers"]] == [(1, True)]
+            info = run_kaudit("cluster", "-b", up_doc["bootstrap"], "-f", "json")
             assert [b["id"] for b in json.loads(info.stdout)["brokers"]] == [1]
         finally:
-            down = run_kaudit("lab", "down", "--purge", "--state-dir", other)
-        assert down.code == 0
+            down = run_kaudit("lab", "down", "--purge", "--state-dir", other, "-f", "json")
+        assert down.code == 0, down.stderr
+        left = json.loads(down.stdout)
+        assert left["purged"] is True and not Path(other).exists()
+        assert [n["state"] for n in left["brokers"] + left["controllers"]] == ["down", "down"]
     # the first lab is untouched
     assert all(b["alive"] for b in lab.status()["brokers"])  # type: ignore[union-attr,index]

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import Lab, run_kaudit
-from tests.integration.test_lab import admin, create_topic, produce, restore_brokers
+from tests.integration.test_lab import (
+    admin,
+    create_topic,
+    produce,
+    restore_brokers,
+    wait_until,
+)
 
 pytestmark = pytest.mark.kafka
 __all__ = ["restore_brokers"]
@@ -29,6 +35,11 @@ def topic_exists(lab: Lab, name: str) -> bool:
     return name in admin(lab).list_topics(timeout=10).topics
 
 
+def assert_topic_gone(lab: Lab, name: str) -> None:
+    """The brokers apply a deletion one after the other, so ask until none lists it."""
+    wait_until(lambda: not topic_exists(lab, name), 30, f"{name} to be deleted")
+
+
 def test_clean_run_accounts_for_every_message(lab: Lab) -> None:
     code, doc, stderr = probe(lab, "--count", "20000", "--expect", "exactly-once")
     assert code == 0, stderr
@@ -40,7 +51,8 @@ def test_clean_run_accounts_for_every_message(lab: Lab) -> None:
     assert sum(p["acked"] for p in doc["partitions"]) == 20000
     assert doc["latency_ms"]["p50"] is not None and doc["latency_ms"]["max"] >= doc[
         "latency_ms"]["p50"]
-    assert doc["topic_deleted"] and not topic_exists(lab, doc["topic"])
+    assert doc["topic_deleted"]
+    assert_topic_gone(lab, doc["topic"])
     assert doc["live_verification"] and not doc["notes"]  # read while it was written
 
 
@@ -130,7 +142,7 @@ def test_bounce_leader_chases_the_leader_n_times(lab: Lab, restore_brokers: None
     # Long enough for two kill-wait-restart rounds (a restart waits for registration);
     # the run ending first would cut the chase short.
     doc = lab_fault_run(lab, "bounce-leader:2", "--fault-duration", "4",
-                        "--expect", "at-least-once", count=80000, fault_at="10%")
+                        "--expect", "at-least-once", count=100000, fault_at="10%")
     faults = [e["detail"] for e in events_of(doc, "fault")]
     assert [f.split(":")[0] for f in faults] == ["bounce 1/2", "bounce 2/2"], faults
     killed = [f.split()[-1] for f in faults]
@@ -275,19 +287,41 @@ def test_ctrl_c_still_verifies_reports_cleans_up_and_exits_130(lab: Lab) -> None
     import subprocess
     import time
 
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    topic = f"kaudit-ctrlc-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAUDIT_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kaudit", "probe", "-b", lab.bootstrap, "--duration", "60",
-         "--rate", "2000", "--format", "json"],
+        [sys.executable, "-m", "kaudit", "probe", "-b", lab.bootstrap, "--topic", topic,
+         "--duration", "60", "--rate", "2000", "--format", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(6)
+
+    def written() -> int:
+        # Interrupt mid-run, not before the first send: on a slow machine start-up alone
+        # (imports, topic creation, leaders) can take seconds.
+        try:
+            # Metadata first: asked for a topic it has not seen, the admin client would go
+            # on answering "no leaders found" from its cache.
+            if topic not in admin(lab).list_topics(timeout=5).topics:
+                return 0
+            futures = admin(lab).list_offsets({TopicPartition(topic, 0): OffsetSpec.latest()},
+                                              request_timeout=5)
+            return sum(f.result(timeout=10).offset for f in futures.values())
+        except Exception:  # the topic is being created
+            return 0
+
+    deadline = time.monotonic() + 120
+    while written() < 1000 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     doc = json.loads(stdout)
     assert doc["interrupted"] and doc["sent"] > 0 and doc["lost"] == 0
     assert doc["sent"] == doc["acked"] + doc["failed"] + doc["indeterminate"]
-    assert doc["topic_deleted"] and not topic_exists(lab, doc["topic"])
+    assert doc["topic_deleted"]
+    assert_topic_gone(lab, doc["topic"])
 
 
 def test_matrix_shows_losses_and_duplicates_from_real_runs(lab: Lab,
@@ -307,7 +341,9 @@ def test_matrix_shows_losses_and_duplicates_from_real_runs(lab: Lab,
     # acks=all + min.insync.replicas=2 loses nothing; a frozen follower makes acks=all
     # requests time out, and only without idempotence do the retries duplicate.
     rows = matrix("--acks", "all", "--idempotence", "off,on", "--min-insync-replicas", "2",
-                  "--fault", "kill-leader,pause-follower", "--count", "40000")
+                  "--fault", "kill-leader,pause-follower", "--count", "40000",
+                  # A steady stream, as in the demo: the freeze must find requests in flight.
+                  "--rate", "10000")
     assert len(rows) == 4
     assert all(r["lost"] == 0 for r in rows.values())
     assert rows[("all", False, "pause-follower")]["duplicated"] > 0

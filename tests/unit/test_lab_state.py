@@ -12,7 +12,13 @@ import pytest
 
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import InputError, LabStateError
-from kaudit.lab.manager import free_ports
+from kaudit.lab.manager import (
+    EPHEMERAL_RANGE,
+    LOWEST_LAB_PORT,
+    free_ports,
+    lab_kill,
+    lab_start,
+)
 from kaudit.lab.state import LabNode, LabState, NodeState, node_state
 
 
@@ -20,10 +26,19 @@ def _node(tmp_path: Path) -> LabNode:
     return LabNode(id=1, role="broker", port=1, directory=str(tmp_path / "broker-1"), argv=[])
 
 
+def _started(code: str, node: LabNode) -> subprocess.Popen[str]:
+    """A Python child carrying ``node``'s marker, once it runs ``code`` (which prints "ready"):
+    until the child has exec'd, its command line is still ours, without the marker."""
+    proc = subprocess.Popen([sys.executable, "-c", code, node.marker],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    return proc
+
+
 def test_node_state_follows_the_process(tmp_path: Path) -> None:
     node = _node(tmp_path)
     assert node_state(node) is NodeState.down
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", node.marker])
+    proc = _started("print('ready', flush=True); import time; time.sleep(60)", node)
     try:
         node.pid = proc.pid
         assert node_state(node) is NodeState.running
@@ -38,6 +53,32 @@ def test_node_state_follows_the_process(tmp_path: Path) -> None:
         assert node_state(node) is NodeState.down
     finally:
         proc.kill()
+
+
+# Many threads, like a JVM: a STOP is only visible in /proc once every thread has taken it.
+_THREADED = ("import threading, time\n"
+             "for _ in range(200):\n"
+             "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+             "print('ready', flush=True); time.sleep(60)")
+
+
+def test_kill_stop_and_start_return_only_once_the_node_is_paused_or_running(
+        tmp_path: Path) -> None:
+    # A controller: a resumed broker is also waited for until the cluster lists it again.
+    node = LabNode(id=100, role="controller", port=1, directory=str(tmp_path / "ctl"), argv=[])
+    proc = _started(_THREADED, node)
+    try:
+        node.pid = proc.pid
+        LabState(state_dir=str(tmp_path), cluster_id="c", kafka_version="4.3.1",
+                 nodes=[node]).save()
+        for _ in range(5):
+            lab_kill(tmp_path, 100, "STOP")
+            assert node_state(node) is NodeState.paused
+            assert lab_start(tmp_path, 100, wait_s=5) == (node, "resumed")
+            assert node_state(node) is NodeState.running
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_a_reused_pid_is_not_our_node(tmp_path: Path) -> None:
@@ -66,9 +107,12 @@ def test_state_round_trips_and_missing_lab_is_explained(tmp_path: Path) -> None:
         LabState.load(tmp_path)
 
 
-def test_free_ports_are_distinct() -> None:
+def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:
     ports = free_ports(6)
     assert len(set(ports)) == 6
+    ephemeral_start = int(EPHEMERAL_RANGE.read_text().split()[0])
+    if ephemeral_start > LOWEST_LAB_PORT + 1000:  # room below it (the default starts at 32768)
+        assert all(LOWEST_LAB_PORT <= p < ephemeral_start for p in ports), ports
 
 
 def test_key_value_parsing() -> None:

@@ -1,0 +1,79 @@
+"""Reading topic configs while topics come and go: a topic deleted between the metadata and
+the DescribeConfigs answer is left out, not an unreachable cluster (exit 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import ResourceType
+
+from kaudit.cluster import reader
+from kaudit.cluster.client import AdminSession
+from kaudit.connect.settings import ConnectionSettings
+from kaudit.errors import ConnectionFailure
+
+
+class ChangingTopics:
+    """Stands in for the AdminClient's describe_configs: ``answers[name]`` lists the outcome
+    of each successive request for that topic (an error code, or None for its configs)."""
+
+    def __init__(self, answers: dict[str, list[int | None]]) -> None:
+        self.answers = answers
+        self.asked: list[list[str]] = []
+
+    def describe_configs(self, resources: list[Any], request_timeout: float) -> dict[Any, Any]:
+        self.asked.append([r.name for r in resources])
+        out = {}
+        for resource in resources:
+            future: Future[Any] = Future()
+            code = self.answers[resource.name].pop(0)
+            if code is None:
+                future.set_result({})
+            else:
+                future.set_exception(KafkaException(KafkaError(code)))
+            out[resource] = future
+        return out
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+
+@pytest.fixture()
+def session() -> Iterator[AdminSession]:
+    # A real session (its waits and error mapping), with the broker's answers scripted.
+    yield AdminSession(ConnectionSettings("127.0.0.1:1", timeout=2))
+
+
+def describe(session: AdminSession, answers: dict[str, list[int | None]]
+             ) -> tuple[dict[str, Any], set[str], list[list[str]]]:
+    admin = ChangingTopics(answers)
+    session.admin = admin  # type: ignore[assignment]
+    deleted: set[str] = set()
+    configs = reader._describe_configs(session, ResourceType.TOPIC, sorted(answers), [],
+                                       "topic", deleted)
+    return configs, deleted, admin.asked
+
+
+UNKNOWN = KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_a_topic_deleted_while_being_read_is_left_out(session: AdminSession) -> None:
+    configs, deleted, asked = describe(session, {"kept": [None], "gone": [UNKNOWN] * 3})
+    assert set(configs) == {"kept"} and deleted == {"gone"}
+    assert asked == [["gone", "kept"], ["gone"], ["gone"]]
+
+
+def test_a_topic_not_yet_known_to_the_answering_broker_is_asked_for_again(
+        session: AdminSession) -> None:
+    configs, deleted, asked = describe(session, {"new": [UNKNOWN, None], "old": [None]})
+    assert set(configs) == {"new", "old"} and deleted == set()
+    assert asked == [["new", "old"], ["new"]]
+
+
+def test_other_errors_still_mean_the_cluster_could_not_be_read(session: AdminSession) -> None:
+    with pytest.raises(ConnectionFailure, match="cannot reach Kafka"):
+        describe(session, {"t": [KafkaError.BROKER_NOT_AVAILABLE]})
