@@ -11,7 +11,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,3 +137,74 @@ def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cfg = tmp_path / "config.yaml"
     monkeypatch.setenv("KAUDIT_CONFIG", str(cfg))
     return cfg
+
+
+@pytest.fixture()
+def restore_brokers() -> None:
+    """Declares that a test kills, stops or pauses lab brokers on purpose: the lab check
+    after it (:func:`_lab_left_healthy`) brings them back without failing the test."""
+
+
+@pytest.fixture(autouse=True)
+def _lab_left_healthy(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After every test on the shared lab: every broker runs, is registered, and every
+    partition has its full ISR again. What a test left broken is repaired here, and the
+    test that broke it fails by name (unless it declared ``restore_brokers``), so one test
+    cannot make a later one fail."""
+    yield
+    if "lab" not in request.fixturenames:
+        return
+    lab: Lab = request.getfixturevalue("lab")
+    left_down, unhealthy = heal_lab(lab)
+    if unhealthy or (left_down and "restore_brokers" not in request.fixturenames):
+        pytest.fail(f"{request.node.nodeid} left the shared lab unhealthy: "
+                    f"{'; '.join(left_down + unhealthy)}", pytrace=False)
+
+
+def wait_for(cond: Callable[[], bool], timeout: float) -> bool:
+    """Ask ``cond`` until it holds (True) or ``timeout`` seconds pass (False); an exception
+    (metadata not there yet, a broker just restarted) counts as "not yet"."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if cond():
+                return True
+        except Exception:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.3)
+
+
+def heal_lab(lab: Lab) -> tuple[list[str], list[str]]:
+    """Restart or resume every broker that is not running, then wait until all are
+    registered and in every ISR. Returns (brokers that were not running, what is still
+    wrong after the waits)."""
+    from kaudit.lab.manager import lab_start
+    from kaudit.lab.state import LabState, NodeState, node_state
+
+    state_dir = Path(lab.state_dir)
+    brokers = LabState.load(state_dir).brokers
+    left_down = []
+    for broker in brokers:
+        current = node_state(broker)
+        if current is not NodeState.running:
+            left_down.append(f"broker {broker.id} was {current.value} (restarted)")
+            lab_start(state_dir, broker.id, wait_s=120)
+    admin = lab_admin(lab.bootstrap)
+    unhealthy = []
+    if not wait_for(lambda: len(admin.describe_cluster(request_timeout=5).result(6).nodes)
+                    == len(brokers), 90):
+        unhealthy.append("not every broker registered after 90 s")
+
+    def out_of_sync() -> list[str]:
+        md = admin.list_topics(timeout=5)
+        return [f"{t.topic}[{p.id}] isr={list(p.isrs)} replicas={list(p.replicas)}"
+                for t in md.topics.values() for p in t.partitions.values()
+                if len(p.isrs) < len(p.replicas)]
+
+    if not wait_for(lambda: not out_of_sync(), 120):
+        lagging = out_of_sync()
+        unhealthy.append(f"{len(lagging)} partition(s) not in sync after 120 s, e.g. "
+                         f"{', '.join(lagging[:3])}")
+    return left_down, unhealthy

@@ -104,7 +104,8 @@ def probe(
     fault: Annotated[list[str] | None, typer.Option(
         metavar="SPEC", rich_help_panel=FAULTS,
         help="kill-leader, stop-leader, pause-leader, pause-follower, kill-broker:ID, "
-             "bounce-leader:N (lab), exec:'CMD', exec-heal:'CMD' (any cluster); repeatable.")
+             "bounce-leader:N, lag-then-kill-leader[:SECONDS] (lab), exec:'CMD', "
+             "exec-heal:'CMD' (any cluster); repeatable.")
     ] = None,
     fault_at: Annotated[str, typer.Option(
         metavar="PCT%|SECONDS", rich_help_panel=FAULTS,

@@ -544,20 +544,36 @@ def lab_start(state_dir: Path, node_id: int, *, wait_s: float) -> tuple[LabNode,
         if current is NodeState.running:
             return node, "already running"
         if current is NodeState.paused:
-            os.kill(node.pid or 0, signal.SIGCONT)
-            _await_state(node, NodeState.running, wait_s)
-            if node.role == "broker":
-                # A pause longer than the broker session gets the broker fenced until its
-                # next heartbeat. Its own metadata is stale, so ask the others.
-                others = [b for b in state.brokers
-                          if b is not node and node_state(b) is NodeState.running]
-                _wait_registered(state, node, wait_s, ask=others or [node])
+            _resume(state, [node], wait_s)
             return node, "resumed"
         _launch(node)
         state.save()
         if node.role == "broker":
             _wait_registered(state, node, wait_s)
         return node, "restarted"
+
+
+def lab_resume(state_dir: Path, node_ids: list[int], *, wait_s: float) -> None:
+    """Resume several paused nodes at once (each one's freeze ends at the same moment), then
+    wait until each runs and, for brokers, is registered again."""
+    with locked(state_dir):
+        state = LabState.load(state_dir)
+        nodes = [state.node(i) for i in node_ids]
+        _resume(state, [n for n in nodes if node_state(n) is NodeState.paused], wait_s)
+
+
+def _resume(state: LabState, nodes: list[LabNode], wait_s: float) -> None:
+    for node in nodes:
+        os.kill(node.pid or 0, signal.SIGCONT)
+    for node in nodes:
+        _await_state(node, NodeState.running, wait_s)
+    for node in nodes:
+        if node.role == "broker":
+            # A pause longer than the broker session gets the broker fenced until its
+            # next heartbeat. Its own metadata is stale, so ask the others.
+            others = [b for b in state.brokers
+                      if b is not node and node_state(b) is NodeState.running]
+            _wait_registered(state, node, wait_s, ask=others or [node])
 
 
 def _await_state(node: LabNode, want: NodeState, wait_s: float) -> None:

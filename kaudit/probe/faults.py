@@ -4,10 +4,15 @@ On the lab (kaudit knows each broker's process): ``kill-leader`` (SIGKILL the
 leader of partition 0), ``stop-leader`` (SIGTERM, a controlled shutdown),
 ``pause-leader`` / ``pause-follower`` (SIGSTOP, resumed at heal time: a frozen
 broker keeps its connections open, so requests time out instead of failing
-fast), ``kill-broker:ID`` and ``bounce-leader:N`` (kill the current leader,
-restart it, chase the next one, N times). On any cluster: ``exec:'COMMAND'``
-runs a command (a kubectl or systemctl call) and ``exec-heal:'COMMAND'`` the
-command that undoes it.
+fast), ``kill-broker:ID``, ``bounce-leader:N`` (kill the current leader,
+restart it, chase the next one, N times) and ``lag-then-kill-leader:SECONDS``
+(see :data:`LAG_THEN_KILL_DEFAULT_S`). On any cluster: ``exec:'COMMAND'`` runs
+a command (a kubectl or systemctl call) and ``exec-heal:'COMMAND'`` the command
+that undoes it.
+
+The probe keeps its run open until every fault has been injected (see
+:meth:`FaultInjector.under_way`), so a fault schedule longer than the sends still
+runs to its end instead of being cut short by chance.
 """
 
 from __future__ import annotations
@@ -25,8 +30,18 @@ from kaudit.errors import InputError
 from kaudit.probe.monitor import EventLog
 
 LAB_FAULTS = ("kill-leader", "stop-leader", "pause-leader", "pause-follower", "kill-broker",
-              "bounce-leader")
+              "bounce-leader", "lag-then-kill-leader")
 EXEC_TIMEOUT_S = 120
+LAG_THEN_KILL_DEFAULT_S = 3.0
+"""``lag-then-kill-leader``: how long partition 0's in-sync followers are frozen before its
+leader is killed. A frozen follower stays in the ISR (it is dropped only after
+``replica.lag.time.max.ms``, 30 s by default, and fenced only after
+``broker.session.timeout.ms``, 9 s), so once the leader dies a follower is elected cleanly
+without the writes the leader acknowledged alone during the freeze: with acks=1 they are
+lost every time; with acks=all none was acknowledged."""
+LAG_THEN_KILL_MAX_S = 8.0
+"""Above this the frozen followers could be fenced (9 s broker session by default) and leave
+the ISR, and the leader would come back with every write: the loss would not happen."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,16 @@ def parse_fault(text: str) -> FaultSpec:
         if not command:
             raise InputError(f"--fault {kind}: needs a command, e.g. {kind}:'systemctl stop kafka'")
         return FaultSpec(kind, command)
+    if kind == "lag-then-kill-leader":
+        seconds = arg.strip() if sep else str(LAG_THEN_KILL_DEFAULT_S)
+        try:
+            value = float(seconds)
+        except ValueError:
+            value = -1.0
+        if not 0 < value <= LAG_THEN_KILL_MAX_S:
+            raise InputError(f"--fault {text!r}: expected seconds above 0 and at most "
+                             f"{LAG_THEN_KILL_MAX_S:g}, e.g. lag-then-kill-leader:3")
+        return FaultSpec(kind, f"{value:g}")
     if kind in ("kill-broker", "bounce-leader"):
         if not sep or not arg.strip().isdigit():
             example = "kill-broker:2" if kind == "kill-broker" else "bounce-leader:3"
@@ -68,8 +93,8 @@ def parse_fault(text: str) -> FaultSpec:
         return FaultSpec(kind, arg.strip())
     if kind in LAB_FAULTS and not sep:
         return FaultSpec(kind)
-    choices = ", ".join([*LAB_FAULTS[:4], "kill-broker:ID", "bounce-leader:N", "exec:'CMD'",
-                         "exec-heal:'CMD'"])
+    choices = ", ".join([*LAB_FAULTS[:4], "kill-broker:ID", "bounce-leader:N",
+                         "lag-then-kill-leader[:SECONDS]", "exec:'CMD'", "exec-heal:'CMD'"])
     raise InputError(f"--fault {text!r} is not a fault ({choices})")
 
 
@@ -107,6 +132,12 @@ class LabControl:
 
         lab_start(self.state_dir, broker, wait_s=120)
 
+    def resume(self, brokers: list[int]) -> None:
+        """Resume several paused brokers at the same moment, waiting until they register."""
+        from kaudit.lab.manager import lab_resume
+
+        lab_resume(self.state_dir, brokers, wait_s=120)
+
 
 class FaultInjector(threading.Thread):
     """Waits for the trigger, injects the faults, heals them after ``duration_s``."""
@@ -118,6 +149,7 @@ class FaultInjector(threading.Thread):
         self.faults, self.trigger, self.duration_s = faults, trigger, duration_s
         self.log, self.lab, self.partition_roles = log, lab, partition_roles
         self._cancel = threading.Event()
+        self._injecting = threading.Event()
         self._heals: list[tuple[str, Callable[[], None], bool]] = []
         self._heal_lock = threading.Lock()
         self.errors: list[str] = []
@@ -126,19 +158,28 @@ class FaultInjector(threading.Thread):
         """Stop waiting (the run ended or was interrupted); heal() still has to run."""
         self._cancel.set()
 
+    def under_way(self) -> bool:
+        """True from the trigger until every fault has been injected: the probe holds its
+        last send meanwhile, so a schedule (bounces, a freeze) is never cut short."""
+        return self._injecting.is_set()
+
     def run(self) -> None:
         while not self._cancel.is_set() and not self.trigger():
             time.sleep(0.05)
         if self._cancel.is_set():
             return
-        for fault in self.faults:
-            if fault.kind == "exec-heal":
-                continue
-            try:
-                self._inject(fault)
-            except Exception as exc:  # a fault that fails is reported, not fatal
-                self.errors.append(f"{fault.label()}: {exc}")
-                self.log.add("note", f"fault {fault.label()} failed: {exc}")
+        self._injecting.set()
+        try:
+            for fault in self.faults:
+                if fault.kind == "exec-heal":
+                    continue
+                try:
+                    self._inject(fault)
+                except Exception as exc:  # a fault that fails is reported, not fatal
+                    self.errors.append(f"{fault.label()}: {exc}")
+                    self.log.add("note", f"fault {fault.label()} failed: {exc}")
+        finally:
+            self._injecting.clear()
         if not any(f.kind == "bounce-leader" for f in self.faults):
             self._cancel.wait(self.duration_s)
         self.heal()
@@ -170,6 +211,9 @@ class FaultInjector(threading.Thread):
                 lab.start(leader)
                 self.log.add("heal", f"broker {leader} restarted", 0)
             return
+        if fault.kind == "lag-then-kill-leader":
+            self._lag_then_kill(lab, leader, followers, float(fault.argument or 0))
+            return
         target, signal_name, verb = {
             "kill-leader": (leader, "KILL", "SIGKILL leader"),
             "stop-leader": (leader, "TERM", "SIGTERM leader"),
@@ -183,6 +227,28 @@ class FaultInjector(threading.Thread):
         self.log.add("fault", f"{verb} {target}", 0)
         self._add_heal(f"broker {target} {'resumed' if signal_name == 'STOP' else 'restarted'}",
                        lambda: lab.start(target))
+
+    def _lag_then_kill(self, lab: LabControl, leader: int, followers: list[int],
+                       seconds: float) -> None:
+        if not followers:
+            raise InputError("lag-then-kill-leader: partition 0 has no in-sync follower")
+        frozen: list[int] = []
+        try:
+            for broker in followers:
+                lab.kill(broker, "STOP")
+                frozen.append(broker)
+            self.log.add("fault", f"SIGSTOP followers {','.join(map(str, frozen))} "
+                                  f"for {seconds:g}s (still in the ISR)", 0)
+            time.sleep(seconds)  # the freeze itself: the leader writes alone meanwhile
+            lab.kill(leader, "KILL")
+            self.log.add("fault", f"SIGKILL leader {leader}", 0)
+            self._add_heal(f"broker {leader} restarted", lambda: lab.start(leader))
+        finally:
+            # Resumed at once, whatever failed: a follower left frozen would be fenced.
+            if frozen:
+                lab.resume(frozen)
+                for broker in frozen:
+                    self.log.add("heal", f"broker {broker} resumed", 0)
 
     def _exec(self, command: str, kind: str) -> None:
         proc = subprocess.run(shlex.split(command), capture_output=True, text=True,

@@ -184,6 +184,8 @@ class _Progress:
         self.started = time.monotonic()
         self._report = report
         self._next_report = 0.0
+        self.hold: Callable[[], bool] = lambda: False
+        """True while the run must not end yet (a fault schedule is under way)."""
 
     def tick(self) -> None:
         """Tell the display how far the run is, at most a few times a second."""
@@ -266,6 +268,7 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
             injector = FaultInjector(list(settings.faults), tracker.trigger,
                                      settings.fault_duration, log, lab,
                                      lambda: _roles(session, name))
+            tracker.hold = injector.under_way
             injector.start()
         tail = (_LatencyTail(conn, name, partitions, start_offsets, run_id)
                 if settings.e2e_latency else None)
@@ -524,10 +527,16 @@ def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
     txn_starts: dict[int, int] = {}
     aborts_done = 0.0
     while not interrupted.is_set():
-        if count is not None and global_seq >= count:
-            break
-        if global_seq % 256 == 0 and time.monotonic() >= deadline:
-            break
+        if (count is not None and global_seq >= count) or (
+                global_seq % 256 == 0 and time.monotonic() >= deadline):
+            if not progress.hold():
+                break
+            # A fault schedule is still being injected (bounces, a freeze): the run stays
+            # open until it is done, so it is never cut short by how fast the sends went.
+            if read is not None:
+                read()
+            poll(0.05)
+            continue
         if settings.transactional and not txn_open:
             producer.begin_transaction()
             txn_open = True

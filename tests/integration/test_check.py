@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import Lab, run_kaudit
-from tests.integration.test_lab import admin, partitions_of, restore_brokers, wait_until
+from tests.integration.test_lab import admin, partitions_of, wait_until
 
 pytestmark = pytest.mark.kafka
-__all__ = ["restore_brokers"]  # a fixture used below
 
 # Each broken topic and the one durability rule it must trip (under `durable`).
 BROKEN: dict[str, tuple[int, dict[str, str], str]] = {

@@ -6,13 +6,13 @@ import json
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import Lab, lab_admin, run_kaudit
+from tests.conftest import Lab, lab_admin, run_kaudit, wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -46,15 +46,8 @@ def partitions_of(lab: Lab, topic: str) -> list[Any]:
 
 
 def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if cond():
-                return
-        except Exception:  # metadata not there yet, a broker just restarted: ask again
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    if not wait_for(cond, timeout):
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def produce(lab: Lab, topic: str, count: int, **conf: Any) -> tuple[int, list[str]]:
@@ -76,32 +69,6 @@ def produce(lab: Lab, topic: str, count: int, **conf: Any) -> tuple[int, list[st
         producer.poll(0)
     producer.flush(30)
     return acked[0], errors
-
-
-@pytest.fixture()
-def restore_brokers(lab: Lab) -> Iterator[None]:
-    """Whatever a test kills, every broker is running again afterwards."""
-    yield
-    for broker in lab.status()["brokers"]:  # type: ignore[union-attr]
-        if broker["state"] != "running":
-            assert lab.kaudit("start", str(broker["id"])).code == 0
-    def all_registered() -> bool:
-        try:
-            return len(admin(lab).describe_cluster(request_timeout=5).result(6).nodes) == 3
-        except Exception:  # a broker that just restarted may not answer yet
-            return False
-
-    wait_until(all_registered, 90, "all brokers registered")
-    # ...and back in every ISR, so the next test starts from a healthy cluster.
-    def all_in_sync() -> bool:
-        try:
-            md = admin(lab).list_topics(timeout=5)
-        except Exception:
-            return False
-        return all(len(p.isrs) == len(p.replicas) for t in md.topics.values()
-                   for p in t.partitions.values())
-
-    wait_until(all_in_sync, 120, "every replica back in sync")
 
 
 def test_status_reports_three_live_brokers_and_a_controller(lab: Lab) -> None:

@@ -16,12 +16,10 @@ from tests.integration.test_lab import (
     admin,
     create_topic,
     produce,
-    restore_brokers,
     wait_until,
 )
 
 pytestmark = pytest.mark.kafka
-__all__ = ["restore_brokers"]
 
 
 def probe(lab: Lab, *args: str, timeout: float = 300) -> tuple[int, dict[str, Any], str]:
@@ -139,10 +137,10 @@ def test_kill_broker_by_id_loses_nothing_and_restarts_it(lab: Lab,
 
 
 def test_bounce_leader_chases_the_leader_n_times(lab: Lab, restore_brokers: None) -> None:
-    # Long enough for two kill-wait-restart rounds (a restart waits for registration);
-    # the run ending first would cut the chase short.
+    # The run is held open until both rounds are done, however slow a restart is: a short
+    # run still gets every bounce it asked for.
     doc = lab_fault_run(lab, "bounce-leader:2", "--fault-duration", "4",
-                        "--expect", "at-least-once", count=100000, fault_at="10%")
+                        "--expect", "at-least-once", count=12000, fault_at="50%")
     faults = [e["detail"] for e in events_of(doc, "fault")]
     assert [f.split(":")[0] for f in faults] == ["bounce 1/2", "bounce 2/2"], faults
     killed = [f.split()[-1] for f in faults]
@@ -333,19 +331,22 @@ def test_matrix_shows_losses_and_duplicates_from_real_runs(lab: Lab,
         return {(r["acks"], r["idempotence"], r["fault"]): r
                 for r in json.loads(result.stdout)["rows"]}
 
-    # acks=1 under a hard leader kill can lose acknowledged writes: whether it does
-    # depends on how far the followers lag at that instant, so three trials.
-    risky = matrix("--acks", "1", "--idempotence", "off", "--fault", "kill-leader",
-                   "--trials", "3", "--count", "100000", "--message-size", "512")
-    assert risky[("1", False, "kill-leader")]["lost"] > 0
-    # acks=all + min.insync.replicas=2 loses nothing; a frozen follower makes acks=all
-    # requests time out, and only without idempotence do the retries duplicate.
+    # Frozen followers stay in the ISR; the leader acknowledges acks=1 writes alone, then
+    # dies, and a follower is elected cleanly without them: acks=1 loses those writes every
+    # time, acks=all (min.insync.replicas=2) had acknowledged none of them.
+    lagged = matrix("--acks", "1,all", "--idempotence", "off", "--min-insync-replicas", "2",
+                    "--fault", "lag-then-kill-leader:3", "--count", "20000", "--rate", "4000",
+                    "--fault-at", "25%", "--fault-duration", "2")
+    assert lagged[("1", False, "lag-then-kill-leader:3")]["lost"] > 0
+    assert lagged[("all", False, "lag-then-kill-leader:3")]["lost"] == 0
+    # A frozen follower makes acks=all requests time out (the matrix runs pause faults with
+    # a 1 s request timeout, the freeze lasts 4 s): the producer retries what the leader
+    # already holds, so only without idempotence do the retries duplicate.
     rows = matrix("--acks", "all", "--idempotence", "off,on", "--min-insync-replicas", "2",
-                  "--fault", "kill-leader,pause-follower", "--count", "40000",
+                  "--fault", "pause-follower", "--count", "40000", "--fault-duration", "4",
                   # A steady stream, as in the demo: the freeze must find requests in flight.
                   "--rate", "10000")
-    assert len(rows) == 4
+    assert len(rows) == 2
     assert all(r["lost"] == 0 for r in rows.values())
     assert rows[("all", False, "pause-follower")]["duplicated"] > 0
     assert rows[("all", True, "pause-follower")]["duplicated"] == 0
-    assert rows[("all", True, "kill-leader")]["duplicated"] == 0

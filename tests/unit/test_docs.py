@@ -7,12 +7,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_ci_runs_the_readme_test_command() -> None:
+FAST = 'python3 -m pytest -m "not kafka and not spark"'
+SLOW = 'python3 -m pytest -m "kafka or spark"'
+
+
+def test_ci_runs_the_readme_test_command_in_its_two_tiers_fast_first() -> None:
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install -e '.[dev]' && python3 -m pytest" in readme
+    assert FAST in readme and SLOW in readme
     assert "python3 -m pip install -q --disable-pip-version-check -e '.[dev]'" in ci
-    assert ci.rstrip().endswith("python3 -m pytest")
+    # The two markers split the suite in two: together they are the README's command.
+    assert ci.index(FAST) < ci.index(SLOW)
+    assert "set -euo pipefail" in ci  # a failing fast tier stops the run
 
 
 def test_changelog_keeps_an_unreleased_section() -> None:

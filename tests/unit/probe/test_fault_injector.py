@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any, cast
 
+import pytest
+
+from kaudit.errors import InputError
 from kaudit.probe.faults import FaultInjector, LabControl, parse_fault
 from kaudit.probe.monitor import EventLog
 
@@ -51,3 +54,63 @@ def test_exec_heal_is_one_heal_event_with_its_exit_code() -> None:
         ("note", "heal failed: exec-heal: command exited 1"),
     ]
     assert injector.errors == ["heal exec-heal: command exited 1"]
+
+
+class OrderLab:
+    """Records the order of the lab calls, and whether the run was held meanwhile."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object, bool]] = []
+        self.injector: FaultInjector | None = None
+
+    def _held(self) -> bool:
+        return self.injector is not None and self.injector.under_way()
+
+    def kill(self, broker: int, signal_name: str) -> None:
+        self.calls.append((signal_name, broker, self._held()))
+
+    def start(self, broker: int) -> None:
+        self.calls.append(("start", broker, self._held()))
+
+    def resume(self, brokers: list[int]) -> None:
+        self.calls.append(("resume", tuple(brokers), self._held()))
+
+
+def test_lag_then_kill_leader_freezes_followers_kills_the_leader_then_resumes() -> None:
+    lab = OrderLab()
+    log = EventLog(time.monotonic())
+    injector = FaultInjector([parse_fault("lag-then-kill-leader:0.1")], lambda: True, 0.0,
+                             log, cast(LabControl, cast(Any, lab)), lambda: (1, [2, 3]))
+    lab.injector = injector
+    injector.run()  # the leader stays down for --fault-duration (0 here), then restarts
+    # The kill comes while the followers are still frozen (else they would fetch the
+    # leader's writes); the run is held open until the followers are resumed.
+    assert lab.calls == [("STOP", 2, True), ("STOP", 3, True), ("KILL", 1, True),
+                         ("resume", (2, 3), True), ("start", 1, False)]
+    assert not injector.under_way()
+    assert [(e.kind, e.detail) for e in log.events()] == [
+        ("fault", "SIGSTOP followers 2,3 for 0.1s (still in the ISR)"),
+        ("fault", "SIGKILL leader 1"),
+        ("heal", "broker 2 resumed"),
+        ("heal", "broker 3 resumed"),
+        ("heal", "broker 1 restarted"),
+    ]
+
+
+def test_lag_then_kill_leader_without_followers_kills_nothing() -> None:
+    lab = OrderLab()
+    log = EventLog(time.monotonic())
+    injector = FaultInjector([parse_fault("lag-then-kill-leader")], lambda: True, 0.0, log,
+                             cast(LabControl, cast(Any, lab)), lambda: (1, []))
+    injector.run()
+    assert lab.calls == []
+    assert injector.errors == ["lag-then-kill-leader:3: lag-then-kill-leader: partition 0 "
+                               "has no in-sync follower"]
+
+
+def test_lag_then_kill_leader_seconds() -> None:
+    assert parse_fault("lag-then-kill-leader").argument == "3"
+    assert parse_fault("lag-then-kill-leader:2.5").argument == "2.5"
+    for bad in ("lag-then-kill-leader:0", "lag-then-kill-leader:9", "lag-then-kill-leader:x"):
+        with pytest.raises(InputError, match="at most 8"):
+            parse_fault(bad)
