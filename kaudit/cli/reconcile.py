@@ -55,8 +55,8 @@ def reconcile(
         case_sensitive=False, help="How values are decoded (bytes are compared by hash).")
     ] = ValueFormat.json,
     schema: Annotated[str | None, typer.Option(
-        metavar="DDL", help="JSON value schema, e.g. 'id BIGINT, amount DOUBLE' "
-                            "[default: inferred from a sample].")] = None,
+        metavar="DDL", help="Types of the key and compared JSON fields, e.g. 'id BIGINT, "
+                            "amount DOUBLE' [default: the sink columns' types].")] = None,
     mode: Annotated[Mode, typer.Option(
         case_sensitive=False, rich_help_panel=MATCH,
         help="append: multisets of keys; upsert: latest record per key; coordinates: the "
@@ -129,4 +129,8 @@ def reconcile(
     result = run_reconcile(conn, request)
     fmt = default_format(format)
     emit(reconcile_json(result) if fmt is OutputFormat.json else reconcile_table(result), output)
+    if result.counts.get("undecodable"):
+        print(f"hint: {result.counts['undecodable']} record(s) could not be decoded (see the "
+              "undecodable samples); name the fields' types with --schema if the sink's are "
+              "not the ones to read them as", file=sys.stderr)
     raise typer.Exit(int(ExitCode.OK if result.verdict == "pass" else ExitCode.FINDINGS))

@@ -9,14 +9,15 @@ its own (small, persisted) discrepancy set.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
-from kaudit.reconcile.infer import infer_ddl
+from kaudit.reconcile.classes import FAILING, RAW_VALUE, UNDECODABLE
+from kaudit.reconcile.infer import field_paths
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, read_sink
 from kaudit.reconcile.source import OffsetRange, pin_offsets, read_topic
 from kaudit.reconcile.spark import error_line
@@ -80,9 +81,16 @@ class ReconcileResult:
 
     @property
     def verdict(self) -> str:
-        """``pass`` when nothing is missing, extra, duplicated in the sink or changed."""
-        failing = ("missing_in_sink", "extra_in_sink", "duplicated_in_sink", "mismatched")
-        return "fail" if any(self.counts.get(k, 0) for k in failing) else "pass"
+        """``pass`` when nothing is missing, extra, duplicated in the sink, changed or
+        unreadable."""
+        return "fail" if any(self.counts.get(k, 0) for k in FAILING) else "pass"
+
+
+#: How much of an undecodable value the samples show.
+RAW_SAMPLE_CHARS = 200
+_CORRUPT = "_kaudit_corrupt"
+#: Records read from each end of each partition to check that the named fields exist.
+SAMPLE_PER_END = 300
 
 
 def _field_column(name: str) -> Any:
@@ -91,35 +99,100 @@ def _field_column(name: str) -> Any:
     return F.col("v." + ".".join(f"`{part}`" for part in name.split(".")))
 
 
-def decode_topic(raw: Any, request: ReconcileRequest) -> Any:
-    """partition, offset, timestamp, tombstone, key, typed compare columns (sink names)."""
+def _text_schema(fields: list[str]) -> Any:
+    """A from_json schema with every wanted field as text (nested ones as structs): Spark
+    then hands over any JSON value as its text (a number as its digits, an object as its
+    JSON), so no value is turned into null for having another type than expected."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    tree: dict[str, Any] = {}
+    for name in fields:
+        node = tree
+        parts = name.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):  # a.b and a both wanted: a is read as text
+                break
+        else:
+            node.setdefault(parts[-1], None)
+
+    def struct(node: dict[str, Any]) -> Any:
+        return StructType([StructField(k, StringType() if v is None else struct(v))
+                           for k, v in node.items()])
+
+    schema = struct(tree)
+    return StructType([*schema.fields, StructField(_CORRUPT, StringType())])
+
+
+def _convert(text: Any, target: Any) -> Any:
+    """A field's text as the type it is compared as: null only where the text was null
+    or does not convert (which decode_topic reports as undecodable)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import (
+        BooleanType,
+        DateType,
+        NumericType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    if isinstance(target, NumericType):
+        # Numbers are compared as double (align_types): 10, 10.0 and 1e1 all read alike.
+        return text.try_cast("double")
+    if isinstance(target, BooleanType):
+        return text.try_cast("boolean")
+    if isinstance(target, TimestampType | TimestampNTZType | DateType):
+        # ISO text, or a number of seconds since the epoch.
+        return F.coalesce(text.try_cast("timestamp"),
+                          F.timestamp_seconds(text.try_cast("double")))
+    return text
+
+
+def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -> Any:
+    """partition, offset, timestamp, tombstone, key, the compare columns (sink names) as
+    their ``targets`` types, and :data:`UNDECODABLE` / :data:`RAW_VALUE`.
+
+    ``targets`` maps each key and compared field to the type it is read as (the sink
+    column's, or the one ``--schema`` gives). A field present in a record is never read as
+    null: JSON values are taken as text and converted. A record whose value is not a JSON
+    object, or whose field does not convert, has :data:`UNDECODABLE` set (the field's name,
+    "" for the whole value) and its raw text in :data:`RAW_VALUE`; when its key cannot be
+    read its key is null.
+    """
+    from pyspark.sql import functions as F
 
     keys = request.key_fields()
     tombstone = F.col("value").isNull()
+    no_reason = F.lit(None).cast("string")
     if request.value_format == "json":
         text = F.col("value").cast("string")
-        if request.schema:
-            try:
-                schema: Any = StructType.fromDDL(request.schema)
-            except Exception as exc:
-                raise InputError(f"--schema: not a valid DDL schema: "
-                                 f"{error_line(exc, 200)}") from None
-        else:
-            # Inferred on the driver from a small sample, by Spark's rules (see infer.py):
-            # spark.read.json over it would cost one more job and a Python worker.
-            sample = [row.j for row in
-                      raw.where(~tombstone).select(text.alias("j")).limit(1000).collect()]
-            ddl = infer_ddl(sample)
-            schema = StructType.fromDDL(ddl) if ddl else StructType([])
-        frame = raw.select("*", F.from_json(text, schema).alias("v"))
-        known = _schema_fields(schema)
-        for name in [k for k in keys if k != KAFKA_KEY] + list(request.compare):
-            if name not in known:
-                raise InputError(f"topic {request.topic} values have no field {name!r} "
-                                 f"(fields: {', '.join(sorted(known)) or 'none'})")
-        value_of = _field_column
+        fields = list(dict.fromkeys([k for k in keys if k != KAFKA_KEY] + list(request.compare)))
+        frame = raw.select("*", F.from_json(text, _text_schema(fields),
+                                            {"columnNameOfCorruptRecord": _CORRUPT,
+                                             "mode": "PERMISSIVE"}).alias("v"))
+        texts = {name: _field_column(name) for name in fields}
+        values = {name: _convert(texts[name], targets[name]) for name in fields}
+        corrupt = F.col("v").isNull() | F.col(f"v.{_CORRUPT}").isNotNull()
+        all_null = F.lit(True)
+        for name in fields:
+            all_null = all_null & texts[name].isNull()
+        # The whole value first (not JSON, not an object, nothing wanted could be read);
+        # then a field the JSON could not give (a nested field under a non-object); then a
+        # field whose text does not convert to its type.
+        reasons = [F.when(corrupt & all_null, F.lit(""))]
+        reasons += [F.when(corrupt & texts[n].isNull(), F.lit(n)) for n in fields]
+        reasons += [F.when(texts[n].isNotNull() & values[n].isNull(), F.lit(n))
+                    for n in fields]
+        reason = F.when(~tombstone, F.coalesce(*reasons)) if reasons else no_reason
+        frame = frame.withColumn(UNDECODABLE, reason)
+        key_unread = F.col(UNDECODABLE).isin("", *[k for k in keys if k != KAFKA_KEY])
+        raw_text = F.when(F.col(UNDECODABLE).isNotNull(), F.substring(text, 1, RAW_SAMPLE_CHARS))
+
+        def value_of(name: str) -> Any:
+            return values[name]
+
+        def key_text(name: str) -> Any:
+            return texts[name]
     else:
         allowed = {"value", KAFKA_KEY}
         for name in [*keys, *request.compare]:
@@ -128,34 +201,102 @@ def decode_topic(raw: Any, request: ReconcileRequest) -> Any:
                                  f"read from the value; use --key @key and --compare value")
         payload = (F.col("value").cast("string") if request.value_format == "string"
                    else F.xxhash64(F.col("value")))
-        frame = raw.select("*", payload.alias("value_payload"))
+        frame = raw.select("*", payload.alias("value_payload"), no_reason.alias(UNDECODABLE))
+        key_unread = F.lit(False)
+        raw_text = no_reason
 
         def value_of(name: str) -> Any:
             return F.col("value_payload")
 
+        key_text = value_of
+
     def key_part(name: str) -> Any:
-        return F.col("key").cast("string") if name == KAFKA_KEY else value_of(name).cast("string")
+        return F.col("key").cast("string") if name == KAFKA_KEY else key_text(name).cast("string")
 
     key = F.concat_ws("|", *[F.coalesce(key_part(k), F.lit("")) for k in keys])
     # A tombstone has no value to take key fields from: Kafka deletes by message key,
     # so a tombstone is matched by its message key (which names the same record).
-    key = F.when(tombstone, F.col("key").cast("string")).otherwise(key)
+    key = (F.when(tombstone, F.col("key").cast("string"))
+           .when(key_unread, F.lit(None).cast("string")).otherwise(key))
     columns = [F.col("partition"), F.col("offset"), F.col("timestamp"),
                tombstone.alias("tombstone"), key.alias("key")]
     columns += [value_of(c).alias(request.sink_column(c)) for c in request.compare]
+    columns += [F.col(UNDECODABLE), raw_text.alias(RAW_VALUE)]
     return frame.select(*columns)
 
 
-def _schema_fields(schema: Any, prefix: str = "") -> set[str]:
+def read_types(request: ReconcileRequest, sink: Any) -> dict[str, Any]:
+    """The type each key and compared field is read as: the one ``--schema`` names, else
+    the sink column's."""
+    from pyspark.sql.types import StringType
+
+    if request.value_format != "json":
+        return {}  # nothing is decoded: the value is compared as text or by its bytes
+    fields = [k for k in request.key_fields() if k != KAFKA_KEY] + list(request.compare)
+    declared = _schema_types(request.schema) if request.schema else {}
+    sink_types = {f.name: f.dataType for f in sink.schema.fields}
+    types = {}
+    for name in fields:
+        if request.schema and name not in declared:
+            raise InputError(f"--schema has no field {name!r} "
+                             f"(fields: {', '.join(sorted(declared)) or 'none'})")
+        types[name] = declared.get(name, sink_types.get(request.sink_column(name),
+                                                         StringType()))
+    return types
+
+
+def _schema_types(ddl: str) -> dict[str, Any]:
     from pyspark.sql.types import StructType
 
-    out: set[str] = set()
-    for f in schema.fields:
-        name = f"{prefix}{f.name}"
-        out.add(name)
-        if isinstance(f.dataType, StructType):
-            out |= _schema_fields(f.dataType, name + ".")
+    try:
+        schema = StructType.fromDDL(ddl)
+    except Exception as exc:
+        raise InputError(f"--schema: not a valid DDL schema: {error_line(exc, 200)}") from None
+    out: dict[str, Any] = {}
+
+    def walk(struct: Any, prefix: str) -> None:
+        for f in struct.fields:
+            out[prefix + f.name] = f.dataType
+            if isinstance(f.dataType, StructType):
+                walk(f.dataType, prefix + f.name + ".")
+
+    walk(schema, "")
     return out
+
+
+def check_fields_exist(spark: Any, conn: ConnectionSettings, request: ReconcileRequest,
+                       ranges: list[OffsetRange]) -> None:
+    """A key or compared field that no sampled value has is a usage error (a typo, a field
+    that needs --map), found before the long run. The sample is the first and the last
+    records of each partition, so a field added to a topic later is still seen."""
+    if request.value_format != "json" or request.schema:
+        return
+    wanted = [k for k in request.key_fields() if k != KAFKA_KEY] + list(request.compare)
+    if not wanted:
+        return
+    from pyspark.sql import functions as F
+
+    heads = [replace(r, end=min(r.end, r.start + SAMPLE_PER_END)) for r in ranges]
+    tails = [replace(r, start=max(r.start, r.end - SAMPLE_PER_END)) for r in ranges]
+    sample = None
+    for part in (heads, tails):
+        part = [r for r in part if r.end > r.start]
+        if part:
+            frame = read_topic(spark, conn, request.topic, part, request.read_committed)
+            frame = frame.where(F.col("value").isNotNull()).select(
+                F.col("value").cast("string").alias("j"))
+            sample = frame if sample is None else sample.unionAll(frame)
+    if sample is None:
+        return  # an empty range: nothing to judge
+    texts = [row.j for row in sample.collect()]
+    known = field_paths(texts)
+    for name in wanted:
+        if name not in known:
+            raise InputError(
+                f"topic {request.topic} values have no field {name!r} in the {len(texts)} "
+                f"records sampled from each partition's start and end (fields: "
+                f"{', '.join(sorted(known)) or 'none'}); if it appears elsewhere, name its "
+                "type with --schema")
 
 
 def shape_sink(df: Any, request: ReconcileRequest) -> Any:
@@ -204,18 +345,33 @@ def align_types(topic: Any, sink: Any, columns: list[str]) -> tuple[Any, Any]:
     return topic, sink
 
 
+def hashed(topic: Any, sink: Any, compared: list[str]) -> tuple[Any, Any]:
+    """Both sides typed alike (:func:`align_types`), with the key and payload hashes the
+    comparison groups and matches on."""
+    from pyspark.sql import functions as F
+
+    from kaudit.reconcile.plan import key_hash_column, payload_hash_column
+
+    topic, sink = align_types(topic, sink, compared)
+    # A record that could not be decoded stands alone: a key_hash of its own when its key
+    # was not read, and a payload hash that matches nothing, so it is always looked at.
+    undecodable = F.col(UNDECODABLE).isNotNull()
+    own = F.xxhash64(F.lit("kaudit.undecodable"), F.col("partition"), F.col("offset"))
+    topic = topic.withColumn("key_hash", F.when(undecodable & F.col("key").isNull(), own)
+                             .otherwise(key_hash_column(F.col("key")))).withColumn(
+        "payload_hash", F.when(undecodable, own).otherwise(payload_hash_column(compared)))
+    sink = sink.withColumn("key_hash", key_hash_column(F.col("key"))).withColumn(
+        "payload_hash", payload_hash_column(compared))
+    return topic, sink
+
+
 def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> ReconcileResult:
     """Run the whole job; see the module docstring."""
     import time
 
     from pyspark.sql import functions as F
 
-    from kaudit.reconcile.plan import (
-        CompareOptions,
-        compare,
-        key_hash_column,
-        payload_hash_column,
-    )
+    from kaudit.reconcile.plan import CompareOptions, compare
     from kaudit.reconcile.spark import start_session
 
     started = time.monotonic()
@@ -224,9 +380,11 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
                          request.read_committed)
     spark = start_session(request.master, request.jars)
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(ranges)))
-    raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
-    topic = decode_topic(raw, request)
     sink = shape_sink(read_sink(spark, sink_spec), request)
+    types = read_types(request, sink)
+    check_fields_exist(spark, conn, request, ranges)
+    raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
+    topic = decode_topic(raw, request, types)
     if request.value_format == "bytes":
         # The topic side compares the value by the hash of its bytes: hash the sink's
         # column alike (a text column by its UTF-8 bytes).
@@ -242,11 +400,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
                                    & (F.col("offset") < r.end))
         sink = sink.where(in_range)
     compared = [request.sink_column(c) for c in request.compare]
-    topic, sink = align_types(topic, sink, compared)
-    topic = topic.withColumn("key_hash", key_hash_column(F.col("key"))).withColumn(
-        "payload_hash", payload_hash_column(compared))
-    sink = sink.withColumn("key_hash", key_hash_column(F.col("key"))).withColumn(
-        "payload_hash", payload_hash_column(compared))
+    topic, sink = hashed(topic, sink, compared)
     grace = (datetime.now(UTC) - timedelta(seconds=request.grace_seconds)
              if request.grace_seconds > 0 else None)
     options = CompareOptions(mode=request.mode, compare=tuple(compared),

@@ -6,7 +6,8 @@ Input frames (built by the source and sink readers):
   key, composite keys joined with ``|``), ``key_hash`` long (:func:`key_hash_column` of the
   key), ``tombstone`` boolean (null value in Kafka; null counts as false), ``timestamp``
   (Kafka record time), one column per compared field, ``payload_hash`` long
-  (:func:`payload_hash_column` of the compared fields).
+  (:func:`payload_hash_column` of the compared fields); optionally ``_undecodable`` and
+  ``_raw_value`` (see ``undecodable`` below; absent means every record decoded).
 - sink: ``key``, ``key_hash``, the compared columns (already renamed to the topic-side
   names), ``payload_hash``; in ``coordinates`` mode also ``partition`` and ``offset`` (the
   Kafka coordinates the sink stored). The sink frame should hold only rows the topic range
@@ -96,6 +97,15 @@ Kafka Connect's sinks do; an exact per-record trace, joined on partition and off
 
 Every mode:
 
+``undecodable``
+    a topic record whose value could not be decoded: ``_undecodable`` names the field that
+    did not convert ("" for a value that is not a JSON object; ``column`` shows it, null for
+    the whole value) and ``_raw_value`` holds the start of the raw value (``topic_value``).
+    The job gives such a record a payload hash that matches nothing and, when its key could
+    not be read, a null key and a key_hash of its own. It is never reported as
+    ``mismatched``, nor as ``missing_in_sink`` when its key could not be read (a record
+    with a readable key and no sink row is still missing). In upsert mode only the latest
+    record of a key is judged, so only a latest record is reported undecodable.
 ``pending``
     a record that would be ``missing_in_sink`` but whose Kafka timestamp is after
     ``grace_cutoff`` (now minus ``--grace``): the sink may still be catching up. Only missing
@@ -166,18 +176,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-Mode = Literal["append", "upsert", "coordinates"]
+from kaudit.reconcile.classes import CLASSES, RAW_VALUE, UNDECODABLE
 
-#: Discrepancy classes, in report order; :meth:`Comparison.counts` has exactly these keys.
-CLASSES: tuple[str, ...] = (
-    "missing_in_sink",
-    "extra_in_sink",
-    "duplicated_in_sink",
-    "duplicated_in_topic",
-    "mismatched",
-    "unverifiable",
-    "pending",
-)
+Mode = Literal["append", "upsert", "coordinates"]
 
 #: The columns of :attr:`Comparison.discrepancies`, in order.
 DISCREPANCY_SCHEMA = T.StructType(
@@ -198,7 +199,8 @@ DISCREPANCY_COLUMNS: tuple[str, ...] = tuple(f.name for f in DISCREPANCY_SCHEMA.
 
 #: Topic-frame columns that cannot also be compared payload fields (rename those fields).
 RESERVED_COLUMNS: frozenset[str] = frozenset(
-    {"partition", "offset", "key", "key_hash", "tombstone", "timestamp", "payload_hash"}
+    {"partition", "offset", "key", "key_hash", "tombstone", "timestamp", "payload_hash",
+     "_undecodable", "_raw_value"}
 )
 
 _MARKER = "__kaudit_marker__"
@@ -348,6 +350,9 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
     column, a compared column with a reserved name, or an unknown mode.
     """
     _validate(topic, sink, options)
+    for name in (UNDECODABLE, RAW_VALUE):
+        if name not in topic.columns:
+            topic = topic.withColumn(name, F.lit(None).cast("string"))
     classified = _classified(topic, sink, options)
     if options.mode == "append":
         rows = _append_rows(classified, topic, sink, options)
@@ -421,7 +426,8 @@ def _classified(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> D
     # upsert's ordering) is derived after the shuffle: every byte a row carries is
     # written, compressed and read back for millions of rows.
     compared = list(options.compare)
-    t_fields = [partition.alias("partition"), offset.alias("offset")]
+    t_fields = [partition.alias("partition"), offset.alias("offset"),
+                F.col(UNDECODABLE).alias(UNDECODABLE), F.col(RAW_VALUE).alias(RAW_VALUE)]
     if options.grace_cutoff is not None:
         t_fields.append(F.col("timestamp").alias("timestamp"))
     t_struct = F.struct(*t_fields, *[F.col(c) for c in compared])
@@ -660,6 +666,27 @@ def _unmatched_sink_class(options: CompareOptions,
     return F.when(below_start, F.lit("unverifiable")).otherwise(F.lit("extra_in_sink"))
 
 
+def _undecodable_fields() -> list[Column]:
+    """The topic record's undecodable field and raw value, for the per-mode record structs."""
+    return [_t()[UNDECODABLE].alias("u"), _t()[RAW_VALUE].alias("raw")]
+
+
+def _undecodable(rec: Column) -> Column:
+    """The record could not be decoded (see the module docstring)."""
+    return rec["u"].isNotNull()
+
+
+def _key_unread(rec: Column, key: Column) -> Column:
+    """The record's key could not be decoded: it has a group of its own and no key."""
+    return rec["u"].isNotNull() & key.isNull()
+
+
+def _undecodable_row(rec: Column, key: Column, key_hash: Column, partition: Column,
+                     offset: Column, t_n: Column, s_n: Column) -> Column:
+    return _row("undecodable", key, key_hash, partition, offset, t_n, s_n,
+                F.nullif(rec["u"], F.lit("")), rec["raw"])
+
+
 _NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
             T.DecimalType)
 _TEMPORAL = (T.TimestampType, T.TimestampNTZType, T.DateType)
@@ -745,6 +772,7 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         _t()["partition"].cast("int").alias("partition"),
         _record_time(options).alias("ts"),
         F.col("_ph").alias("ph"),
+        *_undecodable_fields(),
         *_payload_fields(_t(), compared),
     )
     live = _is_t() & ~F.col("_tomb")  # tombstones are not records to append
@@ -771,7 +799,8 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
             F.try_element_at(F.col("recs"), F.least("s_n", "t_n").cast("int"))))
         .withColumn(
             "check",
-            (F.col("t_n") > 0) & (F.col("s_n") > 0) & ~F.coalesce(
+            (F.col("t_n") > 0) & (F.col("s_n") > 0)
+            & ~F.coalesce(_undecodable(F.col("compared")), F.lit(False)) & ~F.coalesce(
                 F.arrays_overlap(F.transform(F.col("recs"), lambda r: r["ph"]),
                                  F.col("s_hashes")),
                 F.lit(False),
@@ -783,9 +812,13 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
     latest, compared_rec = F.col("latest"), F.col("compared")
 
     missing = F.transform(
-        F.filter(recs, lambda _, i: i >= s_n),
+        F.filter(recs, lambda r, i: (i >= s_n) & ~_key_unread(r, key)),
         lambda r: _row(_missing_class(r["ts"], options), key, key_hash, r["partition"],
                        r["offset"], t_n, s_n),
+    )
+    undecodable = F.transform(
+        F.filter(recs, _undecodable),
+        lambda r: _undecodable_row(r, key, key_hash, r["partition"], r["offset"], t_n, s_n),
     )
 
     def ident(name: str, tv: Column, sv: Column) -> Column:
@@ -804,7 +837,7 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         *_mismatch_rows(F.col("check"), compared_rec, F.col("s_row"), topic, sink, options,
                         ident),
     )
-    return staged.select(_with_marker(F.concat(missing, singles)).alias("_rows"))
+    return staged.select(_with_marker(F.concat(missing, undecodable, singles)).alias("_rows"))
 
 
 # --- upsert -----------------------------------------------------------------------------
@@ -819,6 +852,7 @@ def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         _record_time(options).alias("ts"),
         F.col("_tomb").alias("tomb"),
         F.col("_ph").alias("ph"),
+        *_undecodable_fields(),
         *_payload_fields(_t(), compared),
     )
     order = F.struct(_t()["offset"].cast("long"), _t()["partition"].cast("int"))
@@ -842,7 +876,8 @@ def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
                    F.lit(False)).alias("sink_has_latest"),
     ).withColumn(
         "check",
-        latest.isNotNull() & ~latest["tomb"] & (F.col("s_n") > 0) & ~F.col("sink_has_latest"),
+        latest.isNotNull() & ~latest["tomb"] & (F.col("s_n") > 0) & ~F.col("sink_has_latest")
+        & ~_undecodable(latest),
     )
     t_n, s_n = F.col("t_n"), F.col("s_n")
     key, key_hash = F.col("key"), F.col("key_hash")
@@ -855,9 +890,12 @@ def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
                     s_n, name, tv, sv)
 
     rows = _present(
-        F.when(value & (s_n == 0),
+        F.when(value & (s_n == 0) & ~_key_unread(latest, key),
                _row(_missing_class(latest["ts"], options), key, key_hash,
                     latest["partition"], latest["offset"], t_n, s_n)),
+        F.when(value & _undecodable(latest),
+               _undecodable_row(latest, key, key_hash, latest["partition"], latest["offset"],
+                                t_n, s_n)),
         F.when(tombstoned & (s_n > 0),
                _row("extra_in_sink", key, key_hash, latest["partition"], latest["offset"],
                     t_n, s_n, None, _TOMBSTONED)),
@@ -883,6 +921,7 @@ def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         _record_time(options).alias("ts"),
         F.col("_tomb").alias("tomb"),
         F.col("_ph").alias("ph"),
+        *_undecodable_fields(),
         *_payload_fields(_t(), compared),
     )
     # A topic has one record per coordinates: the group's topic record, if any.
@@ -926,6 +965,7 @@ def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         (below_start if below_start is not None else F.lit(False)).alias("below_start"),
     ).withColumn(
         "check", has_topic & ~t["tomb"] & (F.col("s_n") > 0) & ~F.col("sink_has_it")
+        & ~_undecodable(t)
     )
     t_n, s_n = F.col("t_n"), F.col("s_n")
     key, key_hash = F.col("key"), F.col("key_hash")
@@ -937,9 +977,11 @@ def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         return _row("mismatched", key, key_hash, partition, offset, t_n, s_n, name, tv, sv)
 
     rows = _present(
-        F.when(value & (s_n == 0),
+        F.when(value & (s_n == 0) & ~_key_unread(t, key),
                _row(_missing_class(t["ts"], options), key, key_hash, partition, offset, t_n,
                     s_n)),
+        F.when(value & _undecodable(t),
+               _undecodable_row(t, key, key_hash, partition, offset, t_n, s_n)),
         F.when(tombstoned & (s_n > 0),
                _row("extra_in_sink", key, key_hash, partition, offset, t_n, s_n, None,
                     _TOMBSTONED)),
@@ -948,7 +990,7 @@ def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
                     partition, offset, t_n, s_n)),
         F.when(value & (s_n > 1),
                _row("duplicated_in_sink", key, key_hash, partition, offset, t_n, s_n)),
-        F.when(value & (s_n > 0) & ~t["key"].eqNullSafe(s_row["key"]),
+        F.when(value & (s_n > 0) & ~_undecodable(t) & ~t["key"].eqNullSafe(s_row["key"]),
                ident("key", t["key"], s_row["key"])),
         *_mismatch_rows(F.col("check"), t, s_row, topic, sink, options, ident),
     )

@@ -6,12 +6,11 @@ from typing import Any
 
 from tabulate import tabulate
 
+from kaudit.reconcile.classes import CLASSES
 from kaudit.reconcile.job import ReconcileResult
 from kaudit.report.output import to_json
 
 SCHEMA = "kaudit.reconcile/v1"
-CLASSES = ("missing_in_sink", "extra_in_sink", "duplicated_in_sink", "duplicated_in_topic",
-           "mismatched", "unverifiable", "pending")
 
 
 def reconcile_record(result: ReconcileResult) -> dict[str, Any]:

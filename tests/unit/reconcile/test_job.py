@@ -1,15 +1,9 @@
-"""How a reconcile run sizes its one shuffle, and reads its --schema."""
+"""How a reconcile run sizes its one shuffle."""
 
 from __future__ import annotations
 
-import pytest
-from pyspark.sql import SparkSession
-
-from kaudit.errors import InputError
 from kaudit.reconcile.job import (
     ROWS_PER_SHUFFLE_PARTITION,
-    ReconcileRequest,
-    decode_topic,
     shuffle_partitions,
 )
 from kaudit.reconcile.source import OffsetRange
@@ -30,17 +24,3 @@ def test_big_topics_get_a_partition_per_quarter_million_rows_of_both_sides() -> 
     assert ROWS_PER_SHUFFLE_PARTITION == 250_000
     assert shuffle_partitions(ranges(*[10_000_000 // 6] * 6, 4)) == 80
     assert shuffle_partitions(ranges(10_000_001)) == 81
-
-
-@pytest.mark.spark
-def test_a_bad_schema_is_one_line_naming_sparks_reason(spark: SparkSession) -> None:
-    # Spark's parse errors start with a blank line; the message must still say why.
-    raw = spark.createDataFrame([(0, 0, b"k", b"{}")], "partition int, offset long, "
-                                "key binary, value binary")
-    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",
-                               schema="id BIGINT,,,")
-    with pytest.raises(InputError) as caught:
-        decode_topic(raw, request)
-    message = str(caught.value)
-    assert message.startswith("--schema: not a valid DDL schema: [PARSE_SYNTAX_ERROR]"), message
-    assert "\n" not in message

@@ -56,7 +56,7 @@ def test_samples_are_small_ordered_and_cover_every_class(spark: SparkSession) ->
     result = run(*_scenario(spark), "append", V)
     samples = result.samples(per_class=1)
     assert set(samples) == set(counts())
-    assert [len(v) for v in samples.values()] == [1, 1, 1, 1, 0, 0, 0]
+    assert [len(v) for v in samples.values()] == [1, 1, 1, 1, 0, 0, 0, 0]
     first_missing = samples["missing_in_sink"][0]
     assert (first_missing["key"], first_missing["partition"], first_missing["offset"]) == (
         "gone", 0, 1)

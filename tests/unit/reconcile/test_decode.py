@@ -1,0 +1,140 @@
+"""Decoding a topic's JSON values: no present value is ever read as null.
+
+Each test builds raw Kafka records (partition, offset, timestamp, key, value), decodes them
+for a sink whose column types are given, and compares them with that sink, as a run does.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from kaudit.errors import InputError
+from kaudit.reconcile.job import ReconcileRequest, decode_topic, hashed, read_types
+from tests.unit.reconcile.frames import counts, rows, run
+
+pytestmark = pytest.mark.spark
+
+T0 = datetime(2024, 1, 1)
+
+
+def raw(spark: SparkSession, values: list[Any]) -> DataFrame:
+    """Records at partition 0, offsets 0.., the value as given (a dict is JSON-encoded;
+    None is a tombstone)."""
+    data = [(0, i, T0, None if v is None else str(i).encode(),
+             None if v is None else (json.dumps(v) if isinstance(v, dict) else v).encode())
+            for i, v in enumerate(values)]
+    return spark.createDataFrame(data, "partition int, offset long, timestamp timestamp, "
+                                       "key binary, value binary")
+
+
+def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any, ...]],
+              sink_ddl: str, mode: str = "append", key: str = "id",
+              compare: tuple[str, ...] = ("amount",), schema: str | None = None) -> Any:
+    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key=key,
+                               compare=compare, mode=mode, schema=schema)  # type: ignore[arg-type]
+    sink = spark.createDataFrame(sink_rows, sink_ddl)
+    topic = decode_topic(raw(spark, values), request, read_types(request, sink))
+    key_columns = [request.sink_column(k) for k in request.key_fields()]
+    from pyspark.sql import functions as F
+
+    sink = sink.select(F.concat_ws("|", *[F.col(c).cast("string") for c in key_columns])
+                       .alias("key"), *[request.sink_column(c) for c in compare])
+    compared = [request.sink_column(c) for c in compare]
+    topic, sink = hashed(topic, sink, compared)
+    return run(topic, sink, mode, compared)
+
+
+def test_an_integer_field_that_later_carries_decimals_is_read_as_the_sink_type(
+        spark: SparkSession) -> None:
+    # 1,200 whole amounts, then the same keys rewritten with decimals; the sink holds the
+    # latest state, 7 rows of it stale.
+    first = [{"id": i, "amount": i} for i in range(1200)]
+    later = [{"id": i, "amount": i + 0.5} for i in range(1200)]
+    sink = [(i, float(i) + (0.0 if i < 7 else 0.5)) for i in range(1200)]
+    result = reconcile(spark, first + later, sink, "id long, amount double", mode="upsert")
+    assert result.counts() == counts(mismatched=7)
+    assert rows(result)[0] == ("mismatched", "0", 0, 1200, 2, 1, "amount", "0.5", "0.0")
+    # append: each key has 2 records (the topic carries it twice), one sink row that
+    # matches the later one (or, for the 7 stale ones, the first).
+    result = reconcile(spark, first + later, sink, "id long, amount double")
+    assert result.counts() == counts(missing_in_sink=1200, duplicated_in_topic=1200)
+
+
+def test_a_field_that_first_appears_late_is_compared(spark: SparkSession) -> None:
+    values: list[Any] = [{"id": i} for i in range(1500)]
+    values += [{"id": i, "note": {"code": f"c{i}"}} for i in range(1500, 1503)]
+    sink = [(i, None) for i in range(1500)] + [(1500, "c1500"), (1501, "c1501"), (1502, "x")]
+    result = reconcile(spark, values, sink, "id long, note_code string",
+                       compare=("note.code",))
+    assert result.counts() == counts(mismatched=1)
+    assert rows(result) == [("mismatched", "1502", 0, 1502, 1, 1, "note_code", "c1502", "x")]
+
+
+def test_a_string_where_the_sink_has_a_number_is_undecodable(spark: SparkSession) -> None:
+    values = [{"id": 1, "amount": 10}, {"id": 2, "amount": "12abc"}, {"id": 3, "amount": 3}]
+    sink = [(1, 10.0), (2, 12.0), (3, 4.0)]
+    for mode in ("append", "upsert"):
+        result = reconcile(spark, values, sink, "id long, amount double", mode=mode)
+        assert result.counts() == counts(undecodable=1, mismatched=1), mode
+        assert rows(result) == [
+            ("mismatched", "3", 0, 2, 1, 1, "amount", "3.0", "4.0"),
+            ("undecodable", "2", 0, 1, 1, 1, "amount", '{"id": 2, "amount": "12abc"}', None),
+        ], mode
+
+
+def test_values_that_are_not_json_are_undecodable_not_missing(spark: SparkSession) -> None:
+    values: list[Any] = [{"id": i, "amount": i} for i in range(1000)]
+    values += ["not json", "", "42", '[{"id": 1}]', '{"id": 5, "amount":']
+    sink = [(i, float(i)) for i in range(1000)]
+    for mode in ("append", "upsert"):
+        result = reconcile(spark, values, sink, "id long, amount double", mode=mode)
+        assert result.counts() == counts(undecodable=5), mode
+        found = rows(result)
+        assert [(r[1], r[3], r[6], r[7]) for r in found] == [
+            (None, 1000, None, "not json"), (None, 1001, None, ""), (None, 1002, None, "42"),
+            (None, 1003, None, '[{"id": 1}]'), (None, 1004, None, '{"id": 5, "amount":'),
+        ], mode
+        assert result.topic_records() == 1005
+
+
+def test_a_key_that_does_not_convert_is_an_undecodable_record_of_its_own(
+        spark: SparkSession) -> None:
+    values = [{"id": 1, "amount": 1}, {"id": "one", "amount": 1}, {"id": "one", "amount": 2}]
+    result = reconcile(spark, values, [(1, 1.0)], "id long, amount double")
+    # Two records whose key could not be read: not one key "" twice, not missing.
+    assert result.counts() == counts(undecodable=2)
+    assert [(r[0], r[1], r[3], r[6]) for r in rows(result)] == [
+        ("undecodable", None, 1, "id"), ("undecodable", None, 2, "id")]
+
+
+def test_a_nested_field_under_a_value_that_is_not_an_object(spark: SparkSession) -> None:
+    values = [{"id": 1, "o": {"v": 1}}, {"id": 2, "o": 5}, {"id": 3}]
+    result = reconcile(spark, values, [(1, 1), (2, 2), (3, None)], "id long, o_v long",
+                       compare=("o.v",))
+    # o is 5 in record 2: o.v cannot be read; record 3 simply has no o (null on both sides).
+    assert result.counts() == counts(undecodable=1)
+    assert rows(result)[0][:7] == ("undecodable", "2", 0, 1, 1, 1, "o.v")
+
+
+def test_schema_names_the_types_instead_of_the_sink(spark: SparkSession) -> None:
+    values = [{"id": 1, "amount": "10.50"}, {"id": 2, "amount": "x"}]
+    result = reconcile(spark, values, [(1, "10.5"), (2, "x")], "id long, amount string",
+                       schema="id BIGINT, amount DOUBLE")
+    assert result.counts() == counts(undecodable=1)  # "x" is no DOUBLE
+    with pytest.raises(InputError, match="--schema has no field 'amount'"):
+        reconcile(spark, values, [(1, "1")], "id long, amount string", schema="id BIGINT")
+
+
+def test_a_bad_schema_is_one_line_naming_sparks_reason(spark: SparkSession) -> None:
+    # Spark's parse errors start with a blank line; the message must still say why.
+    with pytest.raises(InputError) as caught:
+        reconcile(spark, [{"id": 1}], [(1, 1.0)], "id long, amount double",
+                  schema="id BIGINT,,,")
+    message = str(caught.value)
+    assert message.startswith("--schema: not a valid DDL schema: [PARSE_SYNTAX_ERROR]"), message
+    assert "\n" not in message
