@@ -10,7 +10,7 @@ restart it, chase the next one, N times) and ``lag-then-kill-leader:SECONDS``
 a command (a kubectl or systemctl call) and ``exec-heal:'COMMAND'`` the command
 that undoes it.
 
-The probe keeps its run open until every fault has been injected (see
+The probe keeps its run open until every fault has been injected and healed (see
 :meth:`FaultInjector.under_way`), so a fault schedule longer than the sends still
 runs to its end instead of being cut short by chance.
 """
@@ -159,8 +159,9 @@ class FaultInjector(threading.Thread):
         self._cancel.set()
 
     def under_way(self) -> bool:
-        """True from the trigger until every fault has been injected: the probe holds its
-        last send meanwhile, so a schedule (bounces, a freeze) is never cut short."""
+        """True from the trigger until every fault has been injected and healed: the probe
+        holds its last send meanwhile, so a schedule (bounces, a freeze, a broker down for
+        --fault-duration) is never cut short by sends that finished first."""
         return self._injecting.is_set()
 
     def run(self) -> None:
@@ -178,11 +179,11 @@ class FaultInjector(threading.Thread):
                 except Exception as exc:  # a fault that fails is reported, not fatal
                     self.errors.append(f"{fault.label()}: {exc}")
                     self.log.add("note", f"fault {fault.label()} failed: {exc}")
+            if not any(f.kind == "bounce-leader" for f in self.faults):
+                self._cancel.wait(self.duration_s)
+            self.heal()
         finally:
             self._injecting.clear()
-        if not any(f.kind == "bounce-leader" for f in self.faults):
-            self._cancel.wait(self.duration_s)
-        self.heal()
 
     def _inject(self, fault: FaultSpec) -> None:
         leader, followers = self.partition_roles()

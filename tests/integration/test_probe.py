@@ -127,7 +127,9 @@ def test_pause_leader_is_healed_and_idempotence_keeps_exactly_once(
 
 def test_kill_broker_by_id_loses_nothing_and_restarts_it(lab: Lab,
                                                           restore_brokers: None) -> None:
-    doc = lab_fault_run(lab, "kill-broker:2", "--fault-duration", "3",
+    # Down for longer than broker.session.timeout.ms (9 s): the controller fences broker 2
+    # and drops it from every ISR before it restarts, and the run is held open meanwhile.
+    doc = lab_fault_run(lab, "kill-broker:2", "--fault-duration", "12",
                         "--expect", "at-least-once")
     assert [e["detail"] for e in events_of(doc, "fault")] == ["SIGKILL broker 2"]
     assert [e["detail"] for e in events_of(doc, "heal")] == ["broker 2 restarted"]

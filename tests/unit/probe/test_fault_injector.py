@@ -84,9 +84,9 @@ def test_lag_then_kill_leader_freezes_followers_kills_the_leader_then_resumes() 
     lab.injector = injector
     injector.run()  # the leader stays down for --fault-duration (0 here), then restarts
     # The kill comes while the followers are still frozen (else they would fetch the
-    # leader's writes); the run is held open until the followers are resumed.
+    # leader's writes); the run is held open until the leader is back too.
     assert lab.calls == [("STOP", 2, True), ("STOP", 3, True), ("KILL", 1, True),
-                         ("resume", (2, 3), True), ("start", 1, False)]
+                         ("resume", (2, 3), True), ("start", 1, True)]
     assert not injector.under_way()
     assert [(e.kind, e.detail) for e in log.events()] == [
         ("fault", "SIGSTOP followers 2,3 for 0.1s (still in the ISR)"),
@@ -114,3 +114,15 @@ def test_lag_then_kill_leader_seconds() -> None:
     for bad in ("lag-then-kill-leader:0", "lag-then-kill-leader:9", "lag-then-kill-leader:x"):
         with pytest.raises(InputError, match="at most 8"):
             parse_fault(bad)
+
+
+def test_the_run_is_held_until_the_fault_is_healed_after_its_duration() -> None:
+    lab = OrderLab()
+    log = EventLog(time.monotonic())
+    injector = FaultInjector([parse_fault("kill-broker:2")], lambda: True, 0.3, log,
+                             cast(LabControl, cast(Any, lab)), lambda: (1, [2, 3]))
+    lab.injector = injector
+    injector.run()
+    # Down for --fault-duration, then restarted: the run is held open through both.
+    assert lab.calls == [("KILL", 2, True), ("start", 2, True)]
+    assert not injector.under_way()
