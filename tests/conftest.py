@@ -208,3 +208,35 @@ def heal_lab(lab: Lab) -> tuple[list[str], list[str]]:
         unhealthy.append(f"{len(lagging)} partition(s) not in sync after 120 s, e.g. "
                          f"{', '.join(lagging[:3])}")
     return left_down, unhealthy
+
+
+@pytest.fixture(scope="session")
+def local_spark() -> Iterator[Any]:
+    """One local Spark, started as `kaudit reconcile` starts its own (same jars and settings),
+    for the whole run: in-process reconcile runs (:func:`run_in_process`) use it instead of
+    paying a driver's start-up each, as kaudit uses a session its process already runs."""
+    from kaudit.reconcile.spark import start_session
+
+    spark = start_session("local[*]", None)
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def run_in_process(*args: str) -> Run:
+    """Run kaudit's real entry point (``main``) in this process, as the console script
+    does, capturing what it prints and its exit code."""
+    import contextlib
+    import io
+
+    from kaudit.cli.app import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as done:
+            code = int(done.code or 0)
+    return Run(code, out.getvalue(), err.getvalue())

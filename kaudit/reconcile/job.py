@@ -369,16 +369,33 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     """Run the whole job; see the module docstring."""
     import time
 
-    from pyspark.sql import functions as F
-
-    from kaudit.reconcile.plan import CompareOptions, compare
-    from kaudit.reconcile.spark import start_session
+    from kaudit.reconcile.spark import running_session, start_session
 
     started = time.monotonic()
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
     ranges = pin_offsets(conn, request.topic, request.start, request.end,
                          request.read_committed)
-    spark = start_session(request.master, request.jars)
+    # A session this process already runs on the same master is used and left running.
+    spark = running_session(request.master)
+    owned = spark is None
+    if spark is None:
+        spark = start_session(request.master, request.jars)
+    try:
+        return _compare_and_report(conn, request, spark, sink_spec, ranges, started)
+    finally:
+        if owned:
+            spark.stop()
+
+
+def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spark: Any,
+                        sink_spec: SinkSpec, ranges: list[OffsetRange],
+                        started: float) -> ReconcileResult:
+    import time
+
+    from pyspark.sql import functions as F
+
+    from kaudit.reconcile.plan import CompareOptions, compare
+
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(ranges)))
     sink = shape_sink(read_sink(spark, sink_spec), request)
     types = read_types(request, sink)
@@ -425,7 +442,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
         sink_rows=sink_rows, counts=counts, by_partition=comparison.counts_by_partition(),
         samples=comparison.samples(request.samples), output_files=output_files,
         seconds=time.monotonic() - started)
-    spark.stop()
+    comparison.unpersist()
     return result
 
 

@@ -68,6 +68,19 @@ def error_line(exc: BaseException, limit: int = 300) -> str:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), text)[:limit]
 
 
+def running_session(master: str) -> Any | None:
+    """The session of a Spark context this process already runs on ``master`` (a notebook's,
+    a test suite's), for a run to use and leave running; None when there is none. Its jars
+    and settings are the caller's: start it with :func:`start_session` to have kaudit's."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    context = getattr(SparkContext, "_active_spark_context", None)
+    if context is None or context.master != master:
+        return None
+    return SparkSession.getActiveSession() or SparkSession(context)
+
+
 def start_session(master: str, jars: list[str] | None) -> Any:
     """A SparkSession for one reconcile run; Spark's logs go to the cache's spark-logs."""
     find_java()

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Lab, run_kaudit
+from tests.conftest import Lab, run_in_process, run_kaudit
 from tests.integration.test_lab import admin, wait_until
 from tests.pg import Postgres
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.usefixtures("local_spark")]
 
 N = 300
 MISSING = {3, 150, 299}
@@ -107,8 +107,10 @@ def parquet_sink(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def reconcile(lab: Lab, *args: str) -> tuple[int, dict[str, Any], str]:
-    result = run_kaudit("reconcile", "-b", lab.bootstrap, "--format", "json", *args,
-                        timeout=600)
+    """A reconcile run on the suite's local Spark (see ``local_spark``), in this process;
+    with --master, as a separate process, as a user would run it."""
+    argv = ("reconcile", "-b", lab.bootstrap, "--format", "json", *args)
+    result = run_kaudit(*argv, timeout=600) if "--master" in args else run_in_process(*argv)
     return result.code, (json.loads(result.stdout) if result.stdout.strip() else {}), \
         result.stderr
 

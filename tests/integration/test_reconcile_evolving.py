@@ -19,7 +19,7 @@ from tests.conftest import Lab
 from tests.integration.test_lab import admin, wait_until
 from tests.integration.test_reconcile import reconcile
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.usefixtures("local_spark")]
 
 WHOLE = 3000
 """Records 0..WHOLE-1 have whole amounts and no note."""
