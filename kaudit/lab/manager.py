@@ -334,6 +334,16 @@ def start_lab(state: LabState, *, wait_s: float, say: Say = _quiet) -> None:
     wait_ready(state, wait_s)
 
 
+def live_brokers(admin: Any) -> set[int]:
+    """The ids of the registered, unfenced brokers, from a metadata request.
+
+    Not DescribeCluster: librdkafka sends that to the broker the metadata names as the
+    controller, and a KRaft broker may name one that was just killed (it is fenced only
+    when its session expires); the client then times out on every call until it refreshes
+    its metadata, minutes later. A metadata request goes to any broker that answers."""
+    return set(admin.list_topics(timeout=5).brokers)
+
+
 def wait_ready(state: LabState, wait_s: float) -> None:
     """Block until all brokers are registered and a replicated topic can be created."""
     from confluent_kafka import KafkaException
@@ -347,8 +357,8 @@ def wait_ready(state: LabState, wait_s: float) -> None:
     while time.monotonic() < deadline:
         _raise_if_node_died(state)
         try:
-            registered = admin.describe_cluster(request_timeout=5).result(timeout=6)
-            if len(registered.nodes) >= len(state.brokers):
+            registered = live_brokers(admin)
+            if len(registered) >= len(state.brokers):
                 fut = admin.create_topics(
                     [NewTopic(READY_TOPIC, 1, rf)], operation_timeout=10, request_timeout=10
                 )[READY_TOPIC]
@@ -359,7 +369,7 @@ def wait_ready(state: LabState, wait_s: float) -> None:
                         raise
                 admin.delete_topics([READY_TOPIC], operation_timeout=10)[READY_TOPIC].result(12)
                 return
-            last_error = f"{len(registered.nodes)} of {len(state.brokers)} brokers registered"
+            last_error = f"{len(registered)} of {len(state.brokers)} brokers registered"
         except Exception as exc:  # any client error here just means "not ready yet"
             last_error = str(exc)[:200]
         time.sleep(0.5)
@@ -604,8 +614,7 @@ def _wait_registered(state: LabState, node: LabNode, wait_s: float,
         if node_state(node) is NodeState.down:
             raise LabError(f"broker {node.id} exited during start: {_tail(node.log_path)}")
         try:
-            registered = admin.describe_cluster(request_timeout=5).result(timeout=6)
-            if any(n.id == node.id for n in registered.nodes):
+            if node.id in live_brokers(admin):
                 return
         except Exception:  # not answering yet
             pass

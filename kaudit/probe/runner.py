@@ -62,6 +62,9 @@ READ_EVERY = 2048
 ACKS_0_QUIET_S = 2.0
 """acks=0: how long the log ends must stand still, short of what was sent, before the
 read-back stops there (what is missing then was lost, as acks=0 allows)."""
+END_QUIET_S = 3.0
+"""Read-back: how long a partition's log must have ended short of its last acknowledged
+offset, without growing, before the pass stops waiting for it."""
 READ_BATCH = 4096
 """Most messages the live pass takes per turn: it keeps up without stalling the sends
 (the client keeps sending its queue meanwhile)."""
@@ -695,6 +698,8 @@ class _ReadPass:
                                        f"kaudit-probe-verify-{run_id.hex()}-{pass_no}")
         # next offset to read per partition (from messages and end-of-partition events)
         self.position = dict(start_offsets)
+        # the last end of partition reached, and when it was first reached
+        self.reached_end: dict[int, tuple[int, float]] = {}
         self.consumer.assign([TopicPartition(topic, p, start_offsets[p]) for p in partitions])
 
     def step(self, timeout: float = 0.0, max_messages: int = READ_BATCH) -> int:
@@ -717,6 +722,8 @@ class _ReadPass:
                     p = msg.partition()
                     if msg.offset() > position.get(p, 0):
                         position[p] = msg.offset()
+                    if self.reached_end.get(p, (-1, 0.0))[0] != msg.offset():
+                        self.reached_end[p] = (msg.offset(), time.monotonic())
                 continue
             data += 1
             p = msg.partition()
@@ -733,17 +740,28 @@ class _ReadPass:
 
     def drain(self, ends: dict[int, int]) -> bool:
         """Read on until every partition is read up to its end (see :func:`_read_ends`).
-        Give up after the timeout (at least 10 s) without a message. True when every
+        Give up after the timeout (at least 10 s) without a message, or on a partition
+        whose log has ended short of it for :data:`END_QUIET_S`. True when every
         partition got there."""
         position = self.position
         pending = [p for p in self.partitions if position[p] < ends[p]]
         idle_s = max(self.conn.timeout, 10)
         idle_deadline = time.monotonic() + idle_s
+        short = False
         while pending and time.monotonic() < idle_deadline:
             if self.step(timeout=0.5, max_messages=10000):
                 idle_deadline = time.monotonic() + idle_s
             pending = [p for p in pending if position[p] < ends[p]]
-        return not pending
+            # Read to the end of its log, and the end has not moved: offsets acknowledged
+            # past it are not coming (a failover truncated them). Waiting out the idle
+            # timeout would change nothing but the run's length.
+            now = time.monotonic()
+            ended = [p for p in pending if self.reached_end.get(p, (-1, now))[0] == position[p]
+                     and now - self.reached_end[p][1] >= END_QUIET_S]
+            if ended:
+                short = True
+                pending = [p for p in pending if p not in ended]
+        return not pending and not short
 
     def close(self) -> None:
         """Close the consumer (idempotent)."""
