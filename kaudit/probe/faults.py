@@ -150,6 +150,7 @@ class FaultInjector(threading.Thread):
         self.log, self.lab, self.partition_roles = log, lab, partition_roles
         self._cancel = threading.Event()
         self._injecting = threading.Event()
+        self._done = threading.Event()
         self._heals: list[tuple[str, Callable[[], None], bool]] = []
         self._heal_lock = threading.Lock()
         self.errors: list[str] = []
@@ -161,10 +162,17 @@ class FaultInjector(threading.Thread):
     def under_way(self) -> bool:
         """True from the trigger until every fault has been injected and healed: the probe
         holds its last send meanwhile, so a schedule (bounces, a freeze, a broker down for
-        --fault-duration) is never cut short by sends that finished first."""
-        return self._injecting.is_set()
+        --fault-duration) is never cut short by sends that finished first. Also between
+        the trigger and the moment this thread notices it."""
+        return not self._done.is_set() and (self._injecting.is_set() or self.trigger())
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self._done.set()
+
+    def _run(self) -> None:
         while not self._cancel.is_set() and not self.trigger():
             time.sleep(0.05)
         if self._cancel.is_set():

@@ -126,3 +126,14 @@ def test_the_run_is_held_until_the_fault_is_healed_after_its_duration() -> None:
     # Down for --fault-duration, then restarted: the run is held open through both.
     assert lab.calls == [("KILL", 2, True), ("start", 2, True)]
     assert not injector.under_way()
+
+
+def test_the_run_is_held_from_the_trigger_before_the_injector_notices_it() -> None:
+    fired = [False]
+    injector = FaultInjector([parse_fault("exec:'true'")], lambda: fired[0], 0.0,
+                             EventLog(time.monotonic()), None, lambda: (1, [2, 3]))
+    assert not injector.under_way()  # not triggered yet: the run may end
+    fired[0] = True
+    assert injector.under_way()  # triggered, not injected yet: the run must wait for it
+    injector.run()
+    assert not injector.under_way()
