@@ -22,7 +22,8 @@ def demo(
 
     Starts the lab in the state directory (or reuses the running one), creates
     topics with sound and unsound settings, audits them, kills a partition
-    leader under acks=1 and acks=all, and reconciles a topic with a Parquet
+    leader whose followers it froze, under acks=1 and acks=all (acks=1 loses
+    writes every run), and reconciles a topic with a Parquet
     sink that has rows missing, duplicated and changed. Reports go to
     STATE_DIR/demo/. Exits 0 when every step ran: the findings, losses and
     discrepancies it shows are the point. With --format json, one document at the
