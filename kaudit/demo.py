@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kaudit.errors import InputError, LabStateError, RuntimeUnavailable
+from kaudit.errors import LabStateError, RuntimeUnavailable
 
 if TYPE_CHECKING:
     from kaudit.check.findings import CheckResult
@@ -264,7 +264,7 @@ class Demo:
     def create_topics(self, conn: ConnectionSettings) -> None:
         """Create the demo topics, or set an existing one's configs back to the demo's."""
         from kaudit.cluster.client import AdminSession
-        from kaudit.probe.topic import TopicSpec, create_probe_topic, topic_partitions
+        from kaudit.cluster.topics import TopicSpec, create_probe_topic, topic_partitions
 
         session = AdminSession(conn)
         for topic in DEMO_TOPICS:
@@ -402,25 +402,13 @@ class Demo:
 
 def lab_connection(state: LabState) -> ConnectionSettings:
     """Settings for the lab itself (never the user's context or environment)."""
-    from kaudit.connect.properties import read_properties, translate_java_properties
-    from kaudit.connect.settings import ConnectionSettings
-
     # A secured lab: its ordinary user (alice), whose ACLs cover all the demo does.
-    props = (translate_java_properties(read_properties(state.client_properties))
-             if state.client_properties is not None else {})
-    return ConnectionSettings(bootstrap_servers=state.bootstrap, properties=props,
-                              timeout=CONNECT_TIMEOUT_S, origin=f"the lab in {state.state_dir}")
+    return state.connection(timeout=CONNECT_TIMEOUT_S)
 
 
 def reset_topic_configs(session: Any, topic: DemoTopic) -> None:
     """Give an existing demo topic the demo's topic-level configs again (a rerun)."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import (
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        ResourceType,
-    )
+    from kaudit.cluster.client import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
     wanted = {"min.insync.replicas": topic.min_insync_replicas,
               "unclean.leader.election.enable": topic.unclean_leader_election}
@@ -436,18 +424,13 @@ def reset_topic_configs(session: Any, topic: DemoTopic) -> None:
     resource = ConfigResource(ResourceType.TOPIC, topic.name, incremental_configs=entries)
     future = session.admin.incremental_alter_configs(
         [resource], request_timeout=session.settings.timeout)[resource]
-    try:
-        session.wait(future)
-    except KafkaException as exc:  # pragma: no cover - session.wait maps these already
-        raise session.unreachable(exc) from None
+    session.wait(future)
 
 
 def produce_orders(conn: ConnectionSettings, topic: str, count: int
                    ) -> dict[int, tuple[int, int]]:
     """Produce ``count`` JSON orders keyed by id; the [start, end) offsets they took."""
-    from confluent_kafka import KafkaException, Producer
-
-    from kaudit.cluster.client import client_config, kafka_message
+    from kaudit.cluster.client import new_producer
     from kaudit.errors import ConnectionFailure
 
     offsets: dict[int, list[int]] = {}
@@ -459,12 +442,7 @@ def produce_orders(conn: ConnectionSettings, topic: str, count: int
             return
         offsets.setdefault(msg.partition(), []).append(msg.offset())
 
-    try:
-        config = client_config(conn)
-        config.update({"acks": "all", "enable.idempotence": True})
-        producer = Producer(config)
-    except KafkaException as exc:
-        raise InputError(f"invalid client configuration: {kafka_message(exc)}") from None
+    producer = new_producer(conn, None, acks="all", **{"enable.idempotence": True})
     for order in demo_orders(count):
         producer.produce(topic, key=str(order["id"]), value=json.dumps(order),
                          on_delivery=delivered)

@@ -1,4 +1,11 @@
-"""Open librdkafka clients from :class:`ConnectionSettings`, with bounded waits.
+"""The one door to Kafka: every client kaudit opens is built here.
+
+Admin, producer and consumer clients come from :class:`ConnectionSettings`
+(:func:`new_admin`, :func:`new_producer`, :func:`new_consumer`, :class:`AdminSession`);
+Spark's Kafka source gets the same settings as Java client options
+(:func:`java_client_options`). Nothing else in kaudit imports ``confluent_kafka``: the
+few of its types other modules need (``KafkaException``, ``TopicPartition``...) are
+handed out by this module, imported on first use so that ``--help`` stays fast.
 
 Every error librdkafka reports while we talk to the cluster is collected, so
 that when a call times out we can say *why* (refused, authentication, TLS)
@@ -7,16 +14,37 @@ in one line instead of a bare timeout.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from kaudit.cluster.model import Broker
+from kaudit.connect.redact import register_secret
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure, InputError
 
 rdkafka_log = logging.getLogger("kaudit.librdkafka")
+
+#: confluent-kafka's names other modules use, by the module that defines them.
+_KAFKA_NAMES = {
+    **dict.fromkeys(("KafkaError", "KafkaException", "TopicPartition", "TopicCollection",
+                     "IsolationLevel", "Producer", "Consumer"), "confluent_kafka"),
+    **dict.fromkeys(("AdminClient", "AclBinding", "AclOperation", "AclPermissionType",
+                     "AlterConfigOpType", "ConfigEntry", "ConfigResource", "ConfigSource",
+                     "NewTopic", "OffsetSpec", "ResourcePatternType", "ResourceType"),
+                    "confluent_kafka.admin"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """confluent-kafka's types, imported when first asked for (PEP 562)."""
+    module = _KAFKA_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 class ErrorCollector:
@@ -74,6 +102,35 @@ def client_config(
         conf["error_cb"] = collector
     conf.update(extra)
     return conf
+
+
+def new_admin(config: dict[str, Any]) -> Any:
+    """An AdminClient from a finished librdkafka configuration (see :func:`client_config`)."""
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(config)
+
+
+def new_producer(settings: ConnectionSettings, collector: ErrorCollector | None = None,
+                 **extra: Any) -> Any:
+    """A Producer for ``settings``; a configuration librdkafka refuses is exit 2."""
+    from confluent_kafka import KafkaException, Producer
+
+    try:
+        return Producer(client_config(settings, collector, **extra))
+    except (KafkaException, ValueError, TypeError) as exc:
+        raise InputError(f"invalid producer configuration: {kafka_message(exc)}") from None
+
+
+def new_consumer(settings: ConnectionSettings, collector: ErrorCollector | None = None,
+                 **extra: Any) -> Any:
+    """A Consumer for ``settings``; a configuration librdkafka refuses is exit 2."""
+    from confluent_kafka import Consumer, KafkaException
+
+    try:
+        return Consumer(client_config(settings, collector, **extra))
+    except (KafkaException, ValueError, TypeError) as exc:
+        raise InputError(f"invalid consumer configuration: {kafka_message(exc)}") from None
 
 
 def kafka_message(exc: BaseException) -> str:
@@ -147,3 +204,106 @@ class AdminSession:
             return self.admin.list_topics(timeout=self.settings.timeout)
         except KafkaException as exc:
             raise self.unreachable(exc) from None
+
+    def list_offsets(self, topic: str, partitions: list[int],
+                     spec: Literal["earliest", "latest"] | int,
+                     read_committed: bool = False) -> dict[int, int]:
+        """Each partition's log start (``earliest``), end (``latest``: the high watermark,
+        or the last stable offset for a read_committed reader), or first offset at or
+        after a time (epoch ms; -1 where there is none), in one admin request: a
+        consumer's own query would queue behind its pending fetch."""
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        specs: Any = OffsetSpec  # untyped in confluent-kafka
+        offset_spec = (specs.earliest() if spec == "earliest" else specs.latest()
+                       if spec == "latest" else specs.for_timestamp(spec))
+        level = (IsolationLevel.READ_COMMITTED if read_committed
+                 else IsolationLevel.READ_UNCOMMITTED)
+        timeout = self.settings.timeout
+        deadline = time.monotonic() + max(timeout, 10)
+        while True:
+            futures = self.admin.list_offsets(
+                {TopicPartition(topic, p): offset_spec for p in partitions},
+                isolation_level=level, request_timeout=timeout)
+            try:
+                # Python's wait outlasts librdkafka's, so a slow answer is librdkafka's
+                # timeout.
+                return {tp.partition: int(f.result(timeout=timeout + 5).offset)
+                        for tp, f in futures.items()}
+            except (KafkaException, FutureTimeout) as exc:
+                # Right after a broker restart, leaders and their epochs can be briefly out
+                # of step (UNKNOWN_LEADER_EPOCH, NOT_LEADER...; librdkafka does not flag
+                # these admin errors retriable): ask again until the deadline. Bad
+                # credentials are not cured by asking again.
+                if time.monotonic() >= deadline or self.collector.fatal():
+                    raise self.unreachable(exc) from None
+                time.sleep(0.3)
+
+
+_OAUTH_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+
+
+def _jaas_value(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def java_client_options(conn: ConnectionSettings) -> dict[str, str]:
+    """librdkafka settings as the Java client (Spark's Kafka source) spells them."""
+    props = conn.properties
+    out: dict[str, str] = {"bootstrap.servers": conn.bootstrap_servers}
+    for key in ("security.protocol", "ssl.endpoint.identification.algorithm",
+                "client.id", "request.timeout.ms", "ssl.key.password",
+                "sasl.oauthbearer.token.endpoint.url"):
+        if key in props:
+            value = props[key]
+            out[key] = "" if key.startswith("ssl.endpoint") and value == "none" else value
+    mechanism = (props.get("sasl.mechanism") or props.get("sasl.mechanisms") or "").upper()
+    if mechanism:
+        out["sasl.mechanism"] = mechanism
+    if mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and "sasl.username" in props:
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
+                  if mechanism == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        out["sasl.jaas.config"] = (
+            f"{module} required username={_jaas_value(props['sasl.username'])} "
+            f"password={_jaas_value(props.get('sasl.password', ''))};")
+    elif mechanism == "OAUTHBEARER":
+        # OIDC client credentials: the Java client fetches tokens with its own handler.
+        options = [f"{java}={_jaas_value(props[rd])}" for rd, java in (
+            ("sasl.oauthbearer.client.id", "clientId"),
+            ("sasl.oauthbearer.client.secret", "clientSecret"),
+            ("sasl.oauthbearer.scope", "scope")) if rd in props]
+        for pair in props.get("sasl.oauthbearer.extensions", "").split(","):
+            name, sep, value = pair.partition("=")
+            if sep:
+                options.append(f"extension_{name.strip()}={_jaas_value(value.strip())}")
+        out["sasl.jaas.config"] = ("org.apache.kafka.common.security.oauthbearer."
+                                   "OAuthBearerLoginModule required "
+                                   + " ".join(options) + ";")
+        if "sasl.oauthbearer.token.endpoint.url" in props:
+            out["sasl.login.callback.handler.class"] = _OAUTH_HANDLER
+    if "ssl.ca.location" in props:
+        out["ssl.truststore.type"] = "PEM"
+        out["ssl.truststore.location"] = props["ssl.ca.location"]
+    cert_file = props.get("ssl.certificate.location")
+    key_file = props.get("ssl.key.location")
+    if cert_file and key_file:
+        out["ssl.keystore.type"] = "PEM"
+        if cert_file == key_file:
+            out["ssl.keystore.location"] = cert_file
+        else:
+            # The Java client wants key and chain in one PEM store: pass both inline.
+            out["ssl.keystore.key"] = _read_pem(key_file)
+            out["ssl.keystore.certificate.chain"] = _read_pem(cert_file)
+            register_secret(out["ssl.keystore.key"])
+    return out
+
+
+def _read_pem(path: str) -> str:
+    try:
+        return Path(path).expanduser().read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc.__class__.__name__}") from None

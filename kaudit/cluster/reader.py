@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
 from kaudit.cluster.model import (
     ClusterSnapshot,
@@ -38,10 +39,8 @@ _AUTH_ERRORS = ("TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
 
 
 def _source_names() -> dict[int, ConfigSource]:
-    from confluent_kafka.admin import ConfigSource as KafkaConfigSource
-
     names = {}
-    for member in KafkaConfigSource:
+    for member in client.ConfigSource:
         try:
             names[int(member.value)] = ConfigSource(member.name)
         except ValueError:
@@ -78,11 +77,10 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
     created may not have reached the broker that answers yet); one still unknown after
     that was deleted since the metadata was read, and goes to ``deleted``.
     """
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import ConfigResource, ResourceType
+    ConfigResource, KafkaException = client.ConfigResource, client.KafkaException
 
     # Kafka answers a broker's configs only from that broker: one resource per call.
-    batch_size = 1 if restype == ResourceType.BROKER else TOPIC_BATCH
+    batch_size = 1 if restype == client.ResourceType.BROKER else TOPIC_BATCH
     sources = _source_names()
     out: dict[str, ConfigMap] = {}
     pending = list(names)
@@ -117,7 +115,7 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
 
 def read_snapshot(settings: ConnectionSettings) -> ClusterSnapshot:
     """Read brokers, broker configs, topics, topic configs and partition states."""
-    from confluent_kafka.admin import ResourceType
+    ResourceType = client.ResourceType
 
     session = AdminSession(settings)
     cluster_id, controller_id, brokers = session.describe_identity()

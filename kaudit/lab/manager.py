@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kaudit.cluster import client
+from kaudit.cluster.client import client_config, new_admin
 from kaudit.errors import InputError, LabError, LabStateError
 from kaudit.lab import security as sec
 from kaudit.lab.runtime import KafkaRuntime
@@ -346,12 +348,8 @@ def live_brokers(admin: Any) -> set[int]:
 
 def wait_ready(state: LabState, wait_s: float) -> None:
     """Block until all brokers are registered and a replicated topic can be created."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka.cimpl import NewTopic
-
     deadline = time.monotonic() + wait_s
-    admin = AdminClient(_lab_client_config(state))
+    admin = new_admin(_lab_client_config(state))
     rf = min(3, len(state.brokers))
     last_error = "no answer yet"
     while time.monotonic() < deadline:
@@ -360,11 +358,11 @@ def wait_ready(state: LabState, wait_s: float) -> None:
             registered = live_brokers(admin)
             if len(registered) >= len(state.brokers):
                 fut = admin.create_topics(
-                    [NewTopic(READY_TOPIC, 1, rf)], operation_timeout=10, request_timeout=10
+                    [client.NewTopic(READY_TOPIC, 1, rf)], operation_timeout=10, request_timeout=10
                 )[READY_TOPIC]
                 try:
                     fut.result(timeout=12)
-                except KafkaException as exc:
+                except client.KafkaException as exc:
                     if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
                         raise
                 admin.delete_topics([READY_TOPIC], operation_timeout=10)[READY_TOPIC].result(12)
@@ -381,16 +379,7 @@ def wait_ready(state: LabState, wait_s: float) -> None:
 
 def _lab_client_config(state: LabState) -> dict[str, Any]:
     """librdkafka settings for the lab's own work: the super user on a secured lab."""
-    config: dict[str, Any] = {
-        "bootstrap.servers": state.bootstrap,
-        "logger": logging.getLogger("kaudit.librdkafka"),
-    }
-    admin = state.client_properties_for(sec.ADMIN)
-    if admin is not None:
-        from kaudit.connect.properties import read_properties, translate_java_properties
-
-        config |= translate_java_properties(read_properties(admin))
-    return config
+    return client_config(state.connection(sec.ADMIN))
 
 
 def _raise_if_node_died(state: LabState) -> None:
@@ -601,14 +590,12 @@ def _wait_registered(state: LabState, node: LabNode, wait_s: float,
                      ask: list[LabNode] | None = None) -> None:
     """Wait until the brokers in ``ask`` (by default ``node`` itself) list ``node`` as a live,
     unfenced broker."""
-    from confluent_kafka.admin import AdminClient
-
     # By default ask the restarted broker itself: right after a SIGKILL the cluster still
     # lists its old registration until the session expires, but only a started broker
     # answers on its port (a broker serves clients only once it has caught up and been
     # unfenced).
     bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in ask or [node])
-    admin = AdminClient(_lab_client_config(state) | {"bootstrap.servers": bootstrap})
+    admin = new_admin(_lab_client_config(state) | {"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if node_state(node) is NodeState.down:

@@ -33,6 +33,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from kaudit.cluster import client
 from kaudit.cluster.client import kafka_message
 from kaudit.errors import InputError, LabError
 
@@ -234,16 +235,8 @@ def grant_user_acls(admin_config: dict[str, Any], timeout: float) -> None:
     """Give ``alice`` what kaudit needs: topics, groups, transactions, cluster reads."""
     from concurrent.futures import TimeoutError as FutureTimeout
 
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        ResourcePatternType,
-        ResourceType,
-    )
-
+    KafkaException = client.KafkaException
+    ResourceType, AclOperation = client.ResourceType, client.AclOperation
     principal = f"User:{USER}"
     grants = [
         (ResourceType.TOPIC, "*", AclOperation.ALL),
@@ -254,11 +247,11 @@ def grant_user_acls(admin_config: dict[str, Any], timeout: float) -> None:
         (ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE),
     ]
     bindings = [
-        AclBinding(rtype, name, ResourcePatternType.LITERAL, principal, "*", op,
-                   AclPermissionType.ALLOW)
+        client.AclBinding(rtype, name, client.ResourcePatternType.LITERAL, principal, "*", op,
+                          client.AclPermissionType.ALLOW)
         for rtype, name, op in grants
     ]
-    admin = AdminClient(admin_config)
+    admin = client.new_admin(admin_config)
     deadline = time.monotonic() + timeout
     while True:
         # Creating an ACL that exists is a no-op, so a slow or refused round is simply

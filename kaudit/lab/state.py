@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import LabStateError
 
 STATE_FILE = "lab.json"
@@ -97,6 +98,17 @@ class LabState:
         if self.security == security.Security.plaintext:
             return None
         return security.material(self.state_dir).client_properties(user)
+
+    def connection(self, user: str | None = None, timeout: float = 10.0) -> ConnectionSettings:
+        """How a client connects to this lab: as ``user`` (default: the operator's ordinary
+        user; ``security.ADMIN`` for the lab's own work) on a secured lab."""
+        from kaudit.connect.properties import read_properties, translate_java_properties
+        from kaudit.lab import security
+
+        path = self.client_properties_for(user or security.USER)
+        properties = translate_java_properties(read_properties(path)) if path else {}
+        return ConnectionSettings(bootstrap_servers=self.bootstrap, properties=properties,
+                                  timeout=timeout, origin=f"the lab in {self.state_dir}")
 
     @property
     def client_properties(self) -> Path | None:

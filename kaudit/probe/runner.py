@@ -30,7 +30,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kaudit.cluster.client import AdminSession, ErrorCollector, client_config, kafka_message
+from kaudit.cluster import client
+from kaudit.cluster.client import (
+    AdminSession,
+    ErrorCollector,
+    kafka_message,
+    new_consumer,
+    new_producer,
+)
+from kaudit.cluster.topics import (
+    TopicSpec,
+    create_probe_topic,
+    delete_probe_topic,
+    partition_roles,
+    topic_partitions,
+)
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.probe.faults import FaultInjector, FaultSpec, LabControl
@@ -49,7 +63,6 @@ from kaudit.probe.payload import (
     encoder,
     header_value,
 )
-from kaudit.probe.topic import TopicSpec, create_probe_topic, delete_probe_topic, topic_partitions
 from kaudit.probe.verifier import Verification, Verifier
 
 DEFAULT_COUNT = 10_000
@@ -257,7 +270,7 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
     notes: list[str] = []
     # The admin client asks again while leadership is still moving after the previous
     # trial's fault; a consumer's watermark query gave up on NOT_LEADER_OR_FOLLOWER.
-    start_offsets = _list_offsets(session, name, partitions, latest=True)
+    start_offsets = session.list_offsets(name, partitions, "latest")
     monitor = LeaderMonitor(session, name, log)
     monitor.sample()
     monitor.start()
@@ -270,7 +283,7 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
         if settings.faults:
             injector = FaultInjector(list(settings.faults), tracker.trigger,
                                      settings.fault_duration, log, lab,
-                                     lambda: _roles(session, name))
+                                     lambda: partition_roles(session, name))
             tracker.hold = injector.under_way
             injector.start()
         tail = (_LatencyTail(conn, name, partitions, start_offsets, run_id)
@@ -354,67 +367,13 @@ def _replace(settings: ProbeSettings, **changes: Any) -> ProbeSettings:
     return replace(settings, **changes)
 
 
-def _roles(session: AdminSession, topic: str) -> tuple[int, list[int]]:
-    """Partition 0's leader and its in-sync followers, fresh from metadata."""
-    from confluent_kafka import KafkaException
-
-    timeout = session.settings.timeout
-    deadline = time.monotonic() + max(timeout, 10)
-    while True:
-        # A fault's target is looked up right after the previous fault too (bounce-leader):
-        # metadata can time out, or show no leader while an election is under way.
-        try:
-            md = session.admin.list_topics(topic=topic, timeout=min(timeout, 5))
-            part = md.topics[topic].partitions.get(0)
-            if part is not None and part.leader >= 0:
-                return part.leader, [b for b in part.isrs if b != part.leader]
-            problem = f"partition 0 of {topic} has no leader"
-        except KafkaException as exc:
-            problem = str(exc)
-        if time.monotonic() >= deadline:
-            raise session.unreachable(KafkaException(problem)) from None
-        time.sleep(0.3)
-
-
-def _list_offsets(session: AdminSession, topic: str, partitions: list[int], latest: bool,
-                  read_committed: bool = False) -> dict[int, int]:
-    """Every partition's end (``latest``: the high watermark, or the last stable offset
-    for a read_committed reader) or log start offset, in one request of the admin
-    client: a consumer's own query would queue behind its pending fetch."""
-    from concurrent.futures import TimeoutError as FutureTimeout
-
-    from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-    from confluent_kafka.admin import OffsetSpec
-
-    specs: Any = OffsetSpec  # untyped in confluent-kafka
-    spec = specs.latest() if latest else specs.earliest()
-    level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-    timeout = session.settings.timeout
-    deadline = time.monotonic() + max(timeout, 10)
-    while True:
-        futures = session.admin.list_offsets(
-            {TopicPartition(topic, p): spec for p in partitions}, isolation_level=level,
-            request_timeout=timeout)
-        try:
-            # Python's wait outlasts librdkafka's, so a slow answer is librdkafka's timeout.
-            return {tp.partition: int(f.result(timeout=timeout + 5).offset)
-                    for tp, f in futures.items()}
-        except (KafkaException, FutureTimeout) as exc:
-            # Right after a broker restart, leaders and their epochs can be briefly out of
-            # step (UNKNOWN_LEADER_EPOCH, NOT_LEADER...; librdkafka does not flag these
-            # admin errors retriable): ask again until the deadline.
-            if time.monotonic() >= deadline:
-                raise session.unreachable(exc) from None
-            time.sleep(0.3)
-
-
 def _read_ends(session: AdminSession, settings: ProbeSettings, topic: str,
                partitions: list[int], starts: dict[int, int], ledger: Ledger
                ) -> dict[int, int]:
     """Where each partition's read-back may stop: past its end now and past its last
     acknowledged offset."""
-    ends = _list_offsets(session, topic, partitions, latest=True,
-                         read_committed=settings.transactional)
+    ends = session.list_offsets(topic, partitions, "latest",
+                                 read_committed=settings.transactional)
     if settings.acks == "0":
         # acks=0 gets no offsets back, and flush() returns once the requests are sent,
         # maybe before the broker appended them; the high watermark then moves only as
@@ -425,7 +384,7 @@ def _read_ends(session: AdminSession, settings: ProbeSettings, topic: str,
         quiet_since = time.monotonic()
         while time.monotonic() < deadline and any(ends[p] < wanted[p] for p in partitions):
             time.sleep(0.2)
-            again = _list_offsets(session, topic, partitions, latest=True)
+            again = session.list_offsets(topic, partitions, "latest")
             if again != ends:
                 ends, quiet_since = again, time.monotonic()
             elif time.monotonic() - quiet_since >= ACKS_0_QUIET_S:
@@ -438,10 +397,8 @@ def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
              interrupted: threading.Event, log: EventLog, notes: list[str],
              live: _ReadPass | None = None,
              ) -> tuple[LatencyHistogram, Timeline, float, dict[str, int]]:
-    from confluent_kafka import KafkaException, Producer
-
     collector = ErrorCollector()
-    conf = client_config(conn, collector, **settings.producer_config())
+    conf = settings.producer_config()
     if settings.transactional:
         conf["transactional.id"] = f"kaudit-probe-{run_id.hex()}"
     histogram = LatencyHistogram()
@@ -504,10 +461,7 @@ def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
 
     # One delivery callback for every message, set once (cheaper than per produce()).
     conf["on_delivery"] = on_delivery
-    try:
-        producer = Producer(conf)
-    except (KafkaException, ValueError, TypeError) as exc:
-        raise InputError(f"invalid producer configuration: {kafka_message(exc)}") from None
+    producer = new_producer(conn, collector, **conf)
     if settings.transactional:
         _init_transactions(producer, conn, collector)
 
@@ -562,7 +516,7 @@ def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
                 if read is not None:
                     read()
                 poll(0.005)
-            except KafkaException as exc:
+            except client.KafkaException as exc:
                 name = exc.args[0].name() if exc.args else "_UNKNOWN"
                 errors[name] = errors.get(name, 0) + 1
                 ledger.failed(partition, seq, name)
@@ -614,14 +568,12 @@ def _produce(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
 def _init_transactions(producer: Any, conn: ConnectionSettings,
                        collector: ErrorCollector) -> None:
     """init_transactions, retried while the error is retriable (a coordinator moving)."""
-    from confluent_kafka import KafkaException
-
     deadline = time.monotonic() + max(3 * conn.timeout, 30)
     while True:
         try:
             producer.init_transactions(conn.timeout)
             return
-        except KafkaException as exc:
+        except client.KafkaException as exc:
             err = exc.args[0]
             if not err.retriable() or time.monotonic() >= deadline:
                 raise _unreachable_from(conn, collector, exc) from None
@@ -631,8 +583,6 @@ def _init_transactions(producer: Any, conn: ConnectionSettings,
 def _end_transaction(producer: Any, ledger: Ledger, starts: dict[int, int],
                      partitions: list[int], abort: bool, conn: ConnectionSettings,
                      log: EventLog, notes: list[str]) -> None:
-    from confluent_kafka import KafkaException
-
     ends = {p: ledger.next_seq_peek(p) for p in partitions}
     try:
         if abort:
@@ -645,7 +595,7 @@ def _end_transaction(producer: Any, ledger: Ledger, starts: dict[int, int],
         else:
             producer.commit_transaction(conn.timeout * 3)
             return
-    except KafkaException as exc:
+    except client.KafkaException as exc:
         err = exc.args[0]
         notes.append(f"transaction {'abort' if abort else 'commit'} failed: {err.str()}")
         if not abort and err.txn_requires_abort():
@@ -667,14 +617,12 @@ def _unreachable_from(conn: ConnectionSettings, collector: ErrorCollector,
 
 
 def _consumer(conn: ConnectionSettings, settings: ProbeSettings, group: str) -> Any:
-    from confluent_kafka import Consumer
-
-    return Consumer(client_config(conn, None, **{
+    return new_consumer(conn, None, **{
         "group.id": group, "enable.auto.commit": False, "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
         "isolation.level": "read_committed" if settings.transactional else "read_uncommitted",
         "fetch.max.bytes": 52428800,
-    }))
+    })
 
 
 class _ReadPass:
@@ -689,8 +637,6 @@ class _ReadPass:
     def __init__(self, conn: ConnectionSettings, settings: ProbeSettings, topic: str,
                  partitions: list[int], start_offsets: dict[int, int], verifier: Verifier,
                  run_id: bytes, pass_no: int) -> None:
-        from confluent_kafka import TopicPartition
-
         self.conn, self.topic, self.partitions = conn, topic, partitions
         self.start_offsets = start_offsets
         self.verifier, self.run_id, self.pass_no = verifier, run_id, pass_no
@@ -700,16 +646,15 @@ class _ReadPass:
         self.position = dict(start_offsets)
         # the last end of partition reached, and when it was first reached
         self.reached_end: dict[int, tuple[int, float]] = {}
-        self.consumer.assign([TopicPartition(topic, p, start_offsets[p]) for p in partitions])
+        self.consumer.assign([client.TopicPartition(topic, p, start_offsets[p])
+                              for p in partitions])
 
     def step(self, timeout: float = 0.0, max_messages: int = READ_BATCH) -> int:
         """Observe one batch of fetched messages; return how many were data messages."""
-        from confluent_kafka import KafkaError
-
         batch = self.consumer.consume(num_messages=max_messages, timeout=timeout)
         if not batch:
             return 0
-        eof = KafkaError._PARTITION_EOF
+        eof = client.KafkaError._PARTITION_EOF
         position = self.position
         observe = self.verifier.observe_sequence
         unpack = RUN_AND_SEQUENCE.unpack_from
@@ -780,7 +725,7 @@ def _live_pass_doubt(session: AdminSession, topic: str, partitions: list[int],
     if changed:
         return f"leadership changed in partition(s) {', '.join(map(str, changed))}"
     try:
-        lows = _list_offsets(session, topic, partitions, latest=False)
+        lows = session.list_offsets(topic, partitions, "earliest")
     except Exception as exc:  # cannot tell: read again rather than trust
         return f"could not read the log start offsets: {exc}"
     deleted = [p for p, low in sorted(lows.items()) if low > start_offsets.get(p, 0)]
@@ -813,13 +758,11 @@ class _LatencyTail(threading.Thread):
         self._stopping = threading.Event()
 
     def run(self) -> None:
-        from confluent_kafka import Consumer, TopicPartition
-
-        consumer = Consumer(client_config(self.conn, None, **{
+        consumer = new_consumer(self.conn, None, **{
             "group.id": f"kaudit-probe-tail-{self.run_id.hex()}", "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 10}))
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 10})
         try:
-            consumer.assign([TopicPartition(self.topic, p, self.start_offsets[p])
+            consumer.assign([client.TopicPartition(self.topic, p, self.start_offsets[p])
                              for p in self.partitions])
             while not self._stopping.is_set():
                 for msg in consumer.consume(num_messages=10000, timeout=0.2):

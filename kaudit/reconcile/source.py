@@ -14,11 +14,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from kaudit.cluster.client import AdminSession
-from kaudit.connect.redact import register_secret
+from kaudit.cluster.client import AdminSession, java_client_options
+from kaudit.cluster.topics import topic_partitions
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
 
@@ -76,31 +75,12 @@ def _parse_timestamp(text: str) -> int | None:
 def pin_offsets(conn: ConnectionSettings, topic: str, start_spec: str, end_spec: str,
                 read_committed: bool) -> list[OffsetRange]:
     """Resolve --from/--to into a fixed [start, end) per partition."""
-    from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-    from confluent_kafka.admin import OffsetSpec
-
-    from kaudit.probe.topic import topic_partitions
-
     session = AdminSession(conn)
     partitions = topic_partitions(session, topic)
     if partitions is None:
         raise InputError(f"topic {topic} does not exist")
-    isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-
-    def list_offsets(spec: Any) -> dict[int, int]:
-        request = {TopicPartition(topic, p): spec for p in partitions}
-        futures = session.admin.list_offsets(request, isolation_level=isolation,
-                                             request_timeout=conn.timeout)
-        out = {}
-        for tp, fut in futures.items():
-            try:
-                out[tp.partition] = int(session.wait(fut).offset)
-            except KafkaException as exc:
-                raise session.unreachable(exc) from None
-        return out
-
-    earliest = list_offsets(OffsetSpec.earliest())  # type: ignore[no-untyped-call]
-    latest = list_offsets(OffsetSpec.latest())  # type: ignore[no-untyped-call]
+    earliest = session.list_offsets(topic, partitions, "earliest", read_committed)
+    latest = session.list_offsets(topic, partitions, "latest", read_committed)
 
     def resolve(spec: str, option: str, default: dict[int, int]) -> dict[int, int]:
         if spec in ("earliest", "latest"):
@@ -116,7 +96,7 @@ def pin_offsets(conn: ConnectionSettings, topic: str, start_spec: str, end_spec:
         if millis is None:
             raise InputError(f"{option} {spec!r}: expected earliest/latest, a timestamp "
                              '(ISO-8601 or epoch ms) or offsets JSON like {"0": 42}')
-        found = list_offsets(OffsetSpec.for_timestamp(millis))
+        found = session.list_offsets(topic, partitions, millis, read_committed)
         # No record at or after the time: the range ends (or starts) at the end.
         return {p: (found[p] if found[p] >= 0 else latest[p]) for p in partitions}
 
@@ -131,72 +111,6 @@ def pin_offsets(conn: ConnectionSettings, topic: str, start_spec: str, end_spec:
                                   end=min(ends[p], latest[p]), log_start=earliest[p],
                                   requested_start=starts[p]))
     return ranges
-
-
-_OAUTH_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
-
-
-def _jaas_value(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def java_client_options(conn: ConnectionSettings) -> dict[str, str]:
-    """librdkafka settings as the Java client (Spark's Kafka source) spells them."""
-    props = conn.properties
-    out: dict[str, str] = {"bootstrap.servers": conn.bootstrap_servers}
-    for key in ("security.protocol", "ssl.endpoint.identification.algorithm",
-                "client.id", "request.timeout.ms", "ssl.key.password",
-                "sasl.oauthbearer.token.endpoint.url"):
-        if key in props:
-            value = props[key]
-            out[key] = "" if key.startswith("ssl.endpoint") and value == "none" else value
-    mechanism = (props.get("sasl.mechanism") or props.get("sasl.mechanisms") or "").upper()
-    if mechanism:
-        out["sasl.mechanism"] = mechanism
-    if mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and "sasl.username" in props:
-        module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
-                  if mechanism == "PLAIN"
-                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
-        out["sasl.jaas.config"] = (
-            f"{module} required username={_jaas_value(props['sasl.username'])} "
-            f"password={_jaas_value(props.get('sasl.password', ''))};")
-    elif mechanism == "OAUTHBEARER":
-        # OIDC client credentials: the Java client fetches tokens with its own handler.
-        options = [f"{java}={_jaas_value(props[rd])}" for rd, java in (
-            ("sasl.oauthbearer.client.id", "clientId"),
-            ("sasl.oauthbearer.client.secret", "clientSecret"),
-            ("sasl.oauthbearer.scope", "scope")) if rd in props]
-        for pair in props.get("sasl.oauthbearer.extensions", "").split(","):
-            name, sep, value = pair.partition("=")
-            if sep:
-                options.append(f"extension_{name.strip()}={_jaas_value(value.strip())}")
-        out["sasl.jaas.config"] = ("org.apache.kafka.common.security.oauthbearer."
-                                   "OAuthBearerLoginModule required "
-                                   + " ".join(options) + ";")
-        if "sasl.oauthbearer.token.endpoint.url" in props:
-            out["sasl.login.callback.handler.class"] = _OAUTH_HANDLER
-    if "ssl.ca.location" in props:
-        out["ssl.truststore.type"] = "PEM"
-        out["ssl.truststore.location"] = props["ssl.ca.location"]
-    cert_file = props.get("ssl.certificate.location")
-    key_file = props.get("ssl.key.location")
-    if cert_file and key_file:
-        out["ssl.keystore.type"] = "PEM"
-        if cert_file == key_file:
-            out["ssl.keystore.location"] = cert_file
-        else:
-            # The Java client wants key and chain in one PEM store: pass both inline.
-            out["ssl.keystore.key"] = _read_pem(key_file)
-            out["ssl.keystore.certificate.chain"] = _read_pem(cert_file)
-            register_secret(out["ssl.keystore.key"])
-    return out
-
-
-def _read_pem(path: str) -> str:
-    try:
-        return Path(path).expanduser().read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc.__class__.__name__}") from None
 
 
 def read_topic(spark: Any, conn: ConnectionSettings, topic: str, ranges: list[OffsetRange],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kaudit.connect.redact import MASK, redact
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.reconcile.source import java_client_options
+from kaudit.cluster.client import java_client_options
 
 
 def options(**props: str) -> dict[str, str]:

@@ -1,7 +1,7 @@
-"""The probe topic: created for the run and deleted after it, or an existing one by name.
+"""Topics kaudit creates for its own work (probe and demo topics), and what it asks of one.
 
 kaudit never writes to a topic it was not told to write to: without
-``--existing`` the topic must not exist yet, and with it the topic must.
+``--existing`` a probe topic must not exist yet, and with it the topic must.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
 from kaudit.errors import ConnectionFailure, InputError
 
@@ -30,13 +31,11 @@ def topic_partitions(session: AdminSession, name: str) -> list[int] | None:
     Uses DescribeTopics, never a metadata request naming the topic: on a broker
     with auto.create.topics.enable=true that request would create it.
     """
-    from confluent_kafka import KafkaException, TopicCollection
-
-    future = session.admin.describe_topics(TopicCollection([name]),
+    future = session.admin.describe_topics(client.TopicCollection([name]),
                                            request_timeout=session.settings.timeout)[name]
     try:
         description = future.result(timeout=session.settings.timeout + 5)
-    except KafkaException as exc:
+    except client.KafkaException as exc:
         err = exc.args[0]
         if err.name() in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC"):
             return None
@@ -46,20 +45,17 @@ def topic_partitions(session: AdminSession, name: str) -> list[int] | None:
 
 def create_probe_topic(session: AdminSession, spec: TopicSpec) -> None:
     """Create the topic, refusing to touch one that already exists."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import NewTopic
-
     config: dict[str, str] = {}
     if spec.min_insync_replicas is not None:
         config["min.insync.replicas"] = str(spec.min_insync_replicas)
     if spec.unclean_leader_election is not None:
         config["unclean.leader.election.enable"] = str(spec.unclean_leader_election).lower()
-    new = NewTopic(spec.name, spec.partitions, spec.replication_factor, config=config)
+    new = client.NewTopic(spec.name, spec.partitions, spec.replication_factor, config=config)
     future = session.admin.create_topics([new], operation_timeout=session.settings.timeout,
                                          request_timeout=session.settings.timeout)[spec.name]
     try:
         future.result(timeout=session.settings.timeout + 5)
-    except KafkaException as exc:
+    except client.KafkaException as exc:
         name = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else ""
         if name == "TOPIC_ALREADY_EXISTS":
             raise InputError(f"topic {spec.name} already exists; pass --existing to probe it "
@@ -89,3 +85,24 @@ def delete_probe_topic(session: AdminSession, name: str) -> bool:
         return True
     except Exception:  # cleanup must never hide the run's own result
         return False
+
+
+def partition_roles(session: AdminSession, topic: str, partition: int = 0
+                    ) -> tuple[int, list[int]]:
+    """A partition's leader and its in-sync followers, fresh from metadata."""
+    timeout = session.settings.timeout
+    deadline = time.monotonic() + max(timeout, 10)
+    while True:
+        # A fault's target is looked up right after the previous fault too (bounce-leader):
+        # metadata can time out, or show no leader while an election is under way.
+        try:
+            md = session.admin.list_topics(topic=topic, timeout=min(timeout, 5))
+            part = md.topics[topic].partitions.get(partition)
+            if part is not None and part.leader >= 0:
+                return part.leader, [b for b in part.isrs if b != part.leader]
+            problem = f"partition {partition} of {topic} has no leader"
+        except client.KafkaException as exc:
+            problem = str(exc)
+        if time.monotonic() >= deadline:
+            raise session.unreachable(client.KafkaException(problem)) from None
+        time.sleep(0.3)
