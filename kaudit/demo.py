@@ -293,19 +293,20 @@ class Demo:
         from kaudit.check.findings import Severity, SubjectKind
         from kaudit.cluster.reader import read_snapshot
         from kaudit.policy.loader import load_policies
-        from kaudit.report.check import CheckFormat, render_check
+        from kaudit.report.base import RenderOptions, render
+        from kaudit.report.check import CHECK
         from kaudit.report.output import emit
 
         result = evaluate(read_snapshot(conn), load_policies([str(policy)]), [], [])
         check_json = self.directory / "check.json"
         check_sarif = self.directory / "check.sarif"
-        emit(render_check(result, CheckFormat.json, tool_version=__version__), str(check_json))
-        emit(render_check(result, CheckFormat.sarif, tool_version=__version__),
-             str(check_sarif))
+        options = RenderOptions(tool_version=__version__)
+        emit(render(CHECK, result, "json", options), str(check_json))
+        emit(render(CHECK, result, "sarif", options), str(check_sarif))
         self.show("check: the findings, and the guarantee each topic really gives",
                   ["kaudit", "check", "--policy", str(policy)],
-                  render_check(result, CheckFormat.table, tool_version=__version__,
-                               color=self.color))
+                  render(CHECK, result, "table",
+                         RenderOptions(tool_version=__version__, color=self.color)))
         counts = result.counts()
         unsound = sorted({f.subject.name for f in result.findings
                           if f.subject.kind is SubjectKind.topic
@@ -322,8 +323,9 @@ class Demo:
         happen, not hoped for)."""
         from kaudit.probe.faults import parse_fault_at
         from kaudit.probe.matrix import build_grid, run_matrix
-        from kaudit.probe.matrix_report import matrix_json, matrix_table
         from kaudit.probe.runner import ProbeSettings
+        from kaudit.report.base import render
+        from kaudit.report.matrix import MATRIX
         from kaudit.report.output import emit
 
         fault_at, fault_duration = "30%", 3.0
@@ -344,7 +346,7 @@ class Demo:
             if self.interrupted.is_set():
                 raise KeyboardInterrupt
         probe_json = self.directory / "probe-matrix.json"
-        emit(matrix_json(rows), str(probe_json))
+        emit(render(MATRIX, rows, "json"), str(probe_json))
         self.show("probe matrix: what each setting loses when the leader dies before its "
                   "followers have copied its writes",
                   ["kaudit", "probe", "matrix", "--acks", "1,all", "--idempotence", "off",
@@ -352,7 +354,7 @@ class Demo:
                    "--count", str(MATRIX_COUNT), "--rate", f"{MATRIX_RATE:g}",
                    "--fault-at", fault_at, "--fault-duration", f"{fault_duration:g}",
                    "--lab-state-dir", str(self.state_dir)],
-                  matrix_table(rows))
+                  render(MATRIX, rows, "table"))
         self.out(matrix_story(rows))
         plot = self.plot_acks1(rows)
         return rows, probe_json, plot
@@ -361,8 +363,8 @@ class Demo:
         """The acks=1 run's timeline as a PNG, when matplotlib is installed."""
         import importlib.util
 
-        from kaudit.probe.plot import plot_timeline
-        from kaudit.probe.report import probe_record
+        from kaudit.report.plot import plot_timeline
+        from kaudit.report.probe import probe_document
 
         try:
             have_matplotlib = importlib.util.find_spec("matplotlib") is not None
@@ -373,15 +375,16 @@ class Demo:
             self.say("no probe plot: pip install 'kaudit[plot]' to draw one")
             return None
         path = self.directory / "probe-acks1-kill-leader.png"
-        plot_timeline(probe_record(acks1.reports[0]), path)
+        plot_timeline(probe_document(acks1.reports[0]), path)
         return path
 
     def reconcile(self, conn: ConnectionSettings, sink: Path,
                   ranges: dict[int, tuple[int, int]]) -> tuple[ReconcileResult, Path]:
         """``kaudit reconcile`` of this run's orders against the faulty sink."""
         from kaudit.reconcile.job import ReconcileRequest, run_reconcile
-        from kaudit.reconcile.report import reconcile_json, reconcile_table
+        from kaudit.report.base import render
         from kaudit.report.output import emit
+        from kaudit.report.reconcile import RECONCILE
 
         start = json.dumps({str(p): r[0] for p, r in sorted(ranges.items())})
         end = json.dumps({str(p): r[1] for p, r in sorted(ranges.items())})
@@ -391,12 +394,12 @@ class Demo:
                                    output_dir=str(output_dir))
         result = run_reconcile(conn, request)
         path = self.directory / "reconcile.json"
-        emit(reconcile_json(result), str(path))
+        emit(render(RECONCILE, result, "json"), str(path))
         self.show("reconcile: this run's orders, topic against sink, record by record",
                   ["kaudit", "reconcile", "--topic", ORDERS_TOPIC, "--sink", f"parquet:{sink}",
                    "--key", "id", "--compare", "amount,status", "--from", start, "--to", end,
                    "--output-dir", str(output_dir)],
-                  reconcile_table(result))
+                  render(RECONCILE, result, "table"))
         return result, path
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from enum import StrEnum
 from typing import Annotated
 
@@ -13,8 +11,9 @@ from kaudit import __version__
 from kaudit.check.findings import CheckResult, Severity
 from kaudit.cli import options
 from kaudit.errors import ExitCode, InputError
-from kaudit.report.check import CheckFormat, render_check
-from kaudit.report.output import emit
+from kaudit.report.base import RenderOptions, render
+from kaudit.report.check import CHECK, CheckFormat
+from kaudit.report.output import choose_format, emit, use_color
 
 
 class FailOn(StrEnum):
@@ -99,8 +98,7 @@ def check(
         cluster_snapshot = read_snapshot(settings)
 
     result = evaluate(cluster_snapshot, policies, producers, consumers)
-    fmt = format or (CheckFormat.table if sys.stdout.isatty() else CheckFormat.json)
-    color = (fmt is CheckFormat.table and not output and sys.stdout.isatty()
-             and "NO_COLOR" not in os.environ)
-    emit(render_check(result, fmt, tool_version=__version__, color=color), output)
+    fmt = choose_format(format)
+    emit(render(CHECK, result, fmt, RenderOptions(tool_version=__version__,
+                                                  color=use_color(fmt, output))), output)
     return int(exit_code(result, fail_on, exit_zero))

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import typer
 
 from kaudit.cli import options
 from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.errors import ExitCode
-from kaudit.report.output import OutputFormat, emit, to_json
+from kaudit.report.output import OutputFormat, emit, to_json, use_color
 
 
 def demo(
@@ -33,7 +30,7 @@ def demo(
 
     directory = options.state_dir(state_dir)
     streamed = format is OutputFormat.table and not output
-    color = streamed and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    color = use_color(format, output)
     # On stdout the sections appear as each step ends; a report file is written once,
     # whole, at the end (written step by step it would be half a report on Ctrl-C).
     sections: list[str] = []

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import shlex
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from tabulate import tabulate
 
 from kaudit.cli import options
 from kaudit.connect.settings import parse_key_values
@@ -16,8 +14,10 @@ from kaudit.errors import LabStateError
 from kaudit.lab import manager
 from kaudit.lab.runtime import DEFAULT_KAFKA_VERSION, kafka_runtime
 from kaudit.lab.security import Security
-from kaudit.lab.state import LabNode, LabState, NodeState, node_state
-from kaudit.report.output import OutputFormat, default_format, emit, to_json
+from kaudit.lab.state import LabState
+from kaudit.report.base import render
+from kaudit.report.lab import LAB_ENV, LAB_STATUS, LabStatus
+from kaudit.report.output import OutputFormat, choose_format, emit
 
 app = typer.Typer(
     help="Run a real local Apache Kafka cluster (KRaft, loopback) to try kaudit on and "
@@ -105,40 +105,12 @@ def up(
 
 
 def _emit_state(state: LabState, format: OutputFormat, output: str | None, plain: str,
-                **extra: Any) -> None:
+                purged: bool | None = None) -> None:
     """What a lab action prints: its plain line(s), or the lab's status document."""
     if format is OutputFormat.json:
-        emit(to_json({**status_document(state), **extra}), output)
+        emit(render(LAB_STATUS, LabStatus(state, purged), "json"), output)
     elif plain or output:
         emit(plain, output)
-
-
-def _node_row(node: LabNode) -> dict[str, Any]:
-    st = node_state(node)
-    return {
-        "id": node.id,
-        "role": node.role,
-        "pid": node.pid if st is not NodeState.down else None,
-        "port": node.port,
-        "state": st.value,
-        "alive": st is NodeState.running,
-        "log": str(node.log_path),
-    }
-
-
-def status_document(state: LabState) -> dict[str, Any]:
-    """The ``kaudit.lab/v1`` status document."""
-    return {
-        "schema": "kaudit.lab/v1",
-        "state_dir": state.state_dir,
-        "kafka_version": state.kafka_version,
-        "cluster_id": state.cluster_id,
-        "bootstrap": state.bootstrap,
-        "security": state.security,
-        "client_properties": str(state.client_properties) if state.client_properties else None,
-        "brokers": [_node_row(n) for n in state.brokers],
-        "controllers": [_node_row(n) for n in state.controllers],
-    }
 
 
 @app.command()
@@ -147,24 +119,7 @@ def status(
 ) -> None:
     """Show each node's pid, port and state, and the bootstrap servers."""
     state = LabState.load(options.state_dir(state_dir))
-    doc = status_document(state)
-    if default_format(format) is OutputFormat.json:
-        emit(to_json(doc), output)
-        return
-    rows = [
-        (n["id"], n["role"], n["pid"] or "-", n["port"], n["state"])
-        for n in doc["brokers"] + doc["controllers"]
-    ]
-    emit(
-        f"bootstrap  {doc['bootstrap']}\nkafka      {doc['kafka_version']}\n"
-        f"state dir  {doc['state_dir']}\n"
-        + (f"security   {doc['security']}, client settings in {doc['client_properties']}\n"
-           if doc["client_properties"] else "")
-        + "\n"
-        + tabulate(rows, headers=["node", "role", "pid", "port", "state"])
-        + "\n",
-        output,
-    )
+    emit(render(LAB_STATUS, LabStatus(state), choose_format(format)), output)
 
 
 @app.command()
@@ -250,14 +205,4 @@ def env(
     With --format json, the same variables as a JSON object (null: unset it).
     """
     state = LabState.load(options.state_dir(state_dir))
-    variables = {
-        "KAUDIT_BOOTSTRAP_SERVERS": state.bootstrap,
-        # A plaintext lab must not inherit a secured lab's settings from an earlier eval.
-        "KAUDIT_COMMAND_CONFIG": (str(state.client_properties)
-                                  if state.client_properties is not None else None),
-    }
-    if format is OutputFormat.json:
-        emit(to_json({"schema": "kaudit.lab.env/v1", "variables": variables}), output)
-        return
-    emit("".join(f"export {name}={shlex.quote(value)}\n" if value is not None
-                 else f"unset {name}\n" for name, value in variables.items()), output)
+    emit(render(LAB_ENV, state, format.value), output)

@@ -15,7 +15,8 @@ from kaudit.cli import options
 from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
-from kaudit.report.output import OutputFormat, default_format, emit
+from kaudit.report.base import render
+from kaudit.report.output import choose_format, emit
 
 _INTERRUPTED = "kaudit probe: interrupted; verifying what was sent (Ctrl-C again to abandon)"
 
@@ -143,8 +144,8 @@ def probe(
     if ctx.invoked_subcommand is not None:
         return  # `kaudit probe matrix ...`: the subcommand runs instead
     from kaudit.probe.faults import parse_fault, parse_fault_at
-    from kaudit.probe.report import probe_document, probe_table
     from kaudit.probe.runner import ProbeSettings, run_probe
+    from kaudit.report.probe import PROBE, probe_document
 
     if existing and not topic:
         raise InputError("--existing needs --topic NAME")
@@ -167,19 +168,17 @@ def probe(
         producer_properties=parse_key_values(producer_property or [],
                                              "--producer-property"))
     if plot:
-        from kaudit.probe.plot import check_plot_target
+        from kaudit.report.plot import check_plot_target
 
         check_plot_target(plot)  # before the run: never fail after minutes of probing
     conn = options.connection(bootstrap_server, command_config, property, context, timeout)
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         report = run_probe(conn, settings, interrupted, _progress_line())
-    fmt = default_format(format)
-    emit(probe_document(report) if fmt is OutputFormat.json else probe_table(report), output)
+    emit(render(PROBE, report, choose_format(format)), output)
     if plot:
-        from kaudit.probe.plot import plot_timeline
-        from kaudit.probe.report import probe_record
+        from kaudit.report.plot import plot_timeline
 
-        plot_timeline(probe_record(report), plot)
+        plot_timeline(probe_document(report), plot)
         print(f"kaudit probe: timeline drawn to {plot}", file=sys.stderr)
     if report.interrupted:
         raise typer.Exit(int(ExitCode.INTERRUPTED))
@@ -241,8 +240,8 @@ def matrix(
     """Run the probe over a grid of settings and print one verdict table."""
     from kaudit.probe.faults import parse_fault_at
     from kaudit.probe.matrix import build_grid, parse_list, run_matrix
-    from kaudit.probe.matrix_report import matrix_json, matrix_table
     from kaudit.probe.runner import ProbeSettings
+    from kaudit.report.matrix import MATRIX
 
     cells = build_grid(
         parse_list(acks, "--acks", ("0", "1", "all")),
@@ -261,7 +260,6 @@ def matrix(
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         rows = run_matrix(conn, base, cells, trials, interrupted,
                           lambda line: print(f"kaudit probe matrix: {line}", file=sys.stderr))
-    fmt = default_format(format)
-    emit(matrix_json(rows) if fmt is OutputFormat.json else matrix_table(rows), output)
+    emit(render(MATRIX, rows, choose_format(format)), output)
     if interrupted.is_set():
         raise typer.Exit(int(ExitCode.INTERRUPTED))

@@ -11,7 +11,8 @@ import typer
 from kaudit.cli import options
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode
-from kaudit.report.output import OutputFormat, default_format, emit
+from kaudit.report.base import render
+from kaudit.report.output import choose_format, emit
 
 SINK = "Sink"
 MATCH = "Matching"
@@ -111,7 +112,7 @@ def reconcile(
 ) -> None:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
     from kaudit.reconcile.job import ReconcileRequest, run_reconcile
-    from kaudit.reconcile.report import reconcile_json, reconcile_table
+    from kaudit.report.reconcile import RECONCILE
 
     request = ReconcileRequest(
         topic=topic, sink_uri=sink, key=key, value_format=value_format.value, schema=schema,
@@ -127,8 +128,7 @@ def reconcile(
     if sys.stderr.isatty():
         print("kaudit reconcile: reading both sides with Spark...", file=sys.stderr)
     result = run_reconcile(conn, request)
-    fmt = default_format(format)
-    emit(reconcile_json(result) if fmt is OutputFormat.json else reconcile_table(result), output)
+    emit(render(RECONCILE, result, choose_format(format)), output)
     if result.counts.get("undecodable"):
         print(f"hint: {result.counts['undecodable']} record(s) could not be decoded (see the "
               "undecodable samples); name the fields' types with --schema if the sink's are "

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from kaudit.cli import options
-from kaudit.cluster.model import snapshot_to_dict
 from kaudit.cluster.reader import read_snapshot
-from kaudit.report.output import emit, to_json
+from kaudit.report.base import render
+from kaudit.report.cluster import SNAPSHOT
+from kaudit.report.output import emit
 
 
 def snapshot(
@@ -18,4 +19,4 @@ def snapshot(
 ) -> None:
     """Write brokers, configs (with their sources), topics and partitions as JSON."""
     settings = options.connection(bootstrap_server, command_config, property, context, timeout)
-    emit(to_json(snapshot_to_dict(read_snapshot(settings))), output)
+    emit(render(SNAPSHOT, read_snapshot(settings), "json"), output)

@@ -25,11 +25,18 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
-def default_format(explicit: OutputFormat | None) -> OutputFormat:
-    """``table`` on a terminal, ``json`` when stdout is piped, unless given."""
+def choose_format(explicit: str | None) -> str:
+    """The ``--format`` to use: the one given, else ``table`` on a terminal and ``json``
+    when stdout is piped (a script reads it)."""
     if explicit is not None:
-        return explicit
-    return OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
+        return str(explicit)
+    return OutputFormat.table.value if sys.stdout.isatty() else OutputFormat.json.value
+
+
+def use_color(fmt: str, output: str | None) -> bool:
+    """ANSI colours only in a table on a terminal, never in a file or with ``NO_COLOR``."""
+    return (str(fmt) == OutputFormat.table and not output and sys.stdout.isatty()
+            and "NO_COLOR" not in os.environ)
 
 
 def to_json(document: dict[str, Any]) -> str:

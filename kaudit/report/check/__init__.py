@@ -1,8 +1,9 @@
-"""Output formats of ``kaudit check``: one registry keyed by ``--format``.
+"""The report of ``kaudit check``: five formats keyed by ``--format``.
 
 Every formatter takes the same :class:`~kaudit.check.findings.CheckResult` (already
 redacted) and returns text; machine formats build on the record form in
-:mod:`kaudit.report.check.record`. Write the text with :func:`kaudit.report.output.emit`.
+:mod:`kaudit.report.check.record`. Render with :func:`kaudit.report.base.render` and
+:data:`CHECK`; write the text with :func:`kaudit.report.output.emit`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from kaudit.check.findings import CheckResult
+from kaudit.report.base import RenderOptions, Report
 from kaudit.report.check.github import render_github
 from kaudit.report.check.json_format import render_json
 from kaudit.report.check.junit import render_junit
-from kaudit.report.check.record import RenderOptions, redacted_result
+from kaudit.report.check.record import SCHEMA, check_document, redacted_result
 from kaudit.report.check.sarif import render_sarif
 from kaudit.report.check.table import render_table
 
@@ -45,17 +47,17 @@ CHECK_FORMATTERS: Mapping[CheckFormat, CheckFormatter] = MappingProxyType(
 """The registry: one formatter per :class:`CheckFormat` (a test keeps them in step)."""
 
 
-def render_check(
-    result: CheckResult, fmt: CheckFormat, *, tool_version: str, color: bool = False
-) -> str:
-    """Render ``result`` as ``fmt``.
-
-    Secrets are masked here, before any escaping or wrapping (which could hide them from a
-    later pass over the text); ``emit`` masks once more on the way out. ``color`` affects
-    ``table`` only; pass True only on a TTY without ``NO_COLOR``.
-    """
-    formatter = CHECK_FORMATTERS[fmt]
-    return formatter(redacted_result(result), RenderOptions(tool_version=tool_version, color=color))
+def _redacted(formatter: CheckFormatter) -> CheckFormatter:
+    # Secrets are masked before any escaping or wrapping (which could hide them from a
+    # later pass over the text); ``emit`` masks once more on the way out.
+    return lambda result, options: formatter(redacted_result(result), options)
 
 
-__all__ = ["CHECK_FORMATTERS", "CheckFormat", "CheckFormatter", "RenderOptions", "render_check"]
+CHECK: Report[CheckResult] = Report(
+    name="check", schema=SCHEMA, document=lambda result: dict(check_document(result)),
+    renderers=MappingProxyType({str(fmt): _redacted(formatter)
+                                for fmt, formatter in CHECK_FORMATTERS.items()}))
+"""The check report: ``color`` affects ``table`` only."""
+
+
+__all__ = ["CHECK", "CHECK_FORMATTERS", "CheckFormat", "CheckFormatter", "RenderOptions"]

@@ -19,6 +19,7 @@ from kaudit.check.findings import (
     Subject,
 )
 from kaudit.connect.redact import redact
+from kaudit.report.base import RenderOptions
 
 SCHEMA = "kaudit.check/v1"
 
@@ -85,15 +86,6 @@ class CheckDocument(TypedDict):
     policies: list[str]
     origin: str
     cluster_id: str | None
-
-
-@dataclass(frozen=True)
-class RenderOptions:
-    """What a formatter may need beyond the result itself."""
-
-    tool_version: str
-    color: bool = False
-    """Table only: ANSI colours. The CLI decides (TTY and no ``NO_COLOR``)."""
 
 
 def finding_record(finding: Finding) -> FindingRecord:

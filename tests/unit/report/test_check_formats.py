@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from kaudit.check.findings import CheckResult, Finding, Severity, Subject, SubjectKind
 from kaudit.connect.redact import MASK, redact, register_secret
-from kaudit.report.check import CHECK_FORMATTERS, CheckFormat, render_check
+from kaudit.report import base
+from kaudit.report.check import CHECK, CHECK_FORMATTERS, CheckFormat
 from kaudit.report.check.github import escape_data, escape_property
 from kaudit.report.check.record import (
     RULES_DOC_URL,
@@ -26,7 +27,8 @@ from tests.unit.report.check_sample import SAMPLE, TOOL_VERSION
 
 
 def render(result: CheckResult, fmt: CheckFormat, *, color: bool = False) -> str:
-    return render_check(result, fmt, tool_version=TOOL_VERSION, color=color)
+    options = base.RenderOptions(tool_version=TOOL_VERSION, color=color)
+    return base.render(CHECK, result, fmt, options)
 
 
 def open_findings(result: CheckResult, *severities: Severity) -> list[Finding]:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from kaudit.check.findings import CheckResult
-from kaudit.report.check import CheckFormat, render_check
+from kaudit.report.base import RenderOptions, render
+from kaudit.report.check import CHECK, CheckFormat
 from tests.unit.report.check_sample import TOOL_VERSION
 
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "golden" / "check"
@@ -34,7 +35,7 @@ def test_every_format_has_a_golden_file() -> None:
 
 @pytest.mark.parametrize("fmt", list(CheckFormat), ids=str)
 def test_golden(sample: CheckResult, fmt: CheckFormat) -> None:
-    rendered = render_check(sample, fmt, tool_version=TOOL_VERSION, color=False)
+    rendered = render(CHECK, sample, fmt, RenderOptions(tool_version=TOOL_VERSION))
     golden = GOLDEN_DIR / GOLDEN_FILES[fmt]
     if UPDATE:
         golden.write_bytes(rendered.encode("utf-8"))  # bytes: no newline translation

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kaudit.errors import ExitCode, InputError
-from kaudit.probe.plot import MISSING_MATPLOTLIB, check_plot_target, plot_timeline
+from kaudit.report.plot import MISSING_MATPLOTLIB, check_plot_target, plot_timeline
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "probe-sample.json"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -42,7 +42,7 @@ def _leftovers(directory: Path) -> list[str]:
 
 
 def test_module_does_not_import_matplotlib() -> None:
-    code = ("import sys, kaudit.probe.plot; "
+    code = ("import sys, kaudit.report.plot; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

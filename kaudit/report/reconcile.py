@@ -8,12 +8,12 @@ from tabulate import tabulate
 
 from kaudit.reconcile.classes import CLASSES
 from kaudit.reconcile.job import ReconcileResult
-from kaudit.report.output import to_json
+from kaudit.report.base import Report, text_only
 
 SCHEMA = "kaudit.reconcile/v1"
 
 
-def reconcile_record(result: ReconcileResult) -> dict[str, Any]:
+def reconcile_document(result: ReconcileResult) -> dict[str, Any]:
     """The one record form of a run."""
     r = result.request
     return {
@@ -43,14 +43,9 @@ def reconcile_record(result: ReconcileResult) -> dict[str, Any]:
     }
 
 
-def reconcile_json(result: ReconcileResult) -> str:
-    """The JSON document."""
-    return to_json(reconcile_record(result))
-
-
 def reconcile_table(result: ReconcileResult) -> str:
     """Counts, then a few samples of each class with topic/partition/offset."""
-    rec = reconcile_record(result)
+    rec = reconcile_document(result)
     counts = rec["counts"]
     lines = [f"kaudit reconcile: {rec['source']['topic']} -> {rec['sink']['uri']} "
              f"({rec['mode']}, {rec['source']['isolation_level']})", "",
@@ -65,3 +60,9 @@ def reconcile_table(result: ReconcileResult) -> str:
         lines.append(f"full discrepancy set: {path}")
     lines.append(f"verdict: {rec['verdict']}")
     return "\n".join(lines) + "\n"
+
+
+RECONCILE: Report[ReconcileResult] = Report(name="reconcile", schema=SCHEMA,
+                                            document=reconcile_document,
+                                            renderers={"table": text_only(reconcile_table)})
+"""The ``kaudit reconcile`` report."""

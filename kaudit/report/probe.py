@@ -7,14 +7,14 @@ from typing import Any
 from tabulate import tabulate
 
 from kaudit.probe.runner import ProbeReport
-from kaudit.report.output import to_json
+from kaudit.report.base import Report, text_only
 
 SCHEMA = "kaudit.probe/v1"
 _CLASSES = ("lost", "duplicated", "reordered", "aborted_visible", "inconsistent_offsets",
             "consumer_missed", "failed_present", "indeterminate_present", "unexpected")
 
 
-def probe_record(report: ProbeReport) -> dict[str, Any]:
+def probe_document(report: ProbeReport) -> dict[str, Any]:
     """The one record form of a run, feeding both renderings."""
     v = report.verification
     produced = max(report.produce_seconds, 1e-9)
@@ -68,18 +68,13 @@ def probe_record(report: ProbeReport) -> dict[str, Any]:
     }
 
 
-def probe_document(report: ProbeReport) -> str:
-    """The JSON document, redacted."""
-    return to_json(probe_record(report))
-
-
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
 def probe_table(report: ProbeReport) -> str:
     """A terminal summary: outcome counts, classes, latency, events, partitions, verdict."""
-    r = probe_record(report)
+    r = probe_document(report)
     s = r["settings"]
     head = (f"kaudit probe {r['run_id'][:12]} on {r['topic']}: acks={s['acks']} "
             f"idempotence={str(s['idempotence']).lower()} "
@@ -115,3 +110,8 @@ def probe_table(report: ProbeReport) -> str:
     lines += [f"note: {n}" for n in r["notes"]]
     lines += ["", f"verdict: {r['verdict']}"] + [f"  {v}" for v in r["violations"]]
     return "\n".join(lines) + "\n"
+
+
+PROBE: Report[ProbeReport] = Report(name="probe", schema=SCHEMA, document=probe_document,
+                                    renderers={"table": text_only(probe_table)})
+"""The ``kaudit probe`` report (``--plot`` draws the same document: :mod:`kaudit.report.plot`)."""

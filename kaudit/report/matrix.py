@@ -7,14 +7,14 @@ from typing import Any
 from tabulate import tabulate
 
 from kaudit.probe.matrix import MatrixRow
-from kaudit.report.output import to_json
+from kaudit.report.base import Report, text_only
 
 SCHEMA = "kaudit.probe-matrix/v1"
 _COUNTS = ("sent", "acked", "failed", "indeterminate", "lost", "duplicated", "reordered",
            "aborted_visible", "inconsistent_offsets")
 
 
-def matrix_record(rows: list[MatrixRow]) -> dict[str, Any]:
+def matrix_document(rows: list[MatrixRow]) -> dict[str, Any]:
     """Rows with settings, per-trial counts and totals."""
     return {
         "schema": SCHEMA,
@@ -35,11 +35,6 @@ def matrix_record(rows: list[MatrixRow]) -> dict[str, Any]:
     }
 
 
-def matrix_json(rows: list[MatrixRow]) -> str:
-    """The JSON document."""
-    return to_json(matrix_record(rows))
-
-
 def matrix_table(rows: list[MatrixRow]) -> str:
     """One line per configuration: what was lost, duplicated, reordered, unavailable."""
     table = [(r.cell.acks, "on" if r.cell.idempotence else "off", r.cell.min_insync_replicas,
@@ -51,3 +46,9 @@ def matrix_table(rows: list[MatrixRow]) -> str:
     return tabulate(table, headers=["acks", "idempotence", "min.isr", "unclean", "fault",
                                     "trials", "sent", "acked", "lost", "duplicated",
                                     "reordered", "unavailable s"]) + "\n"
+
+
+MATRIX: Report[list[MatrixRow]] = Report(name="probe matrix", schema=SCHEMA,
+                                         document=matrix_document,
+                                         renderers={"table": text_only(matrix_table)})
+"""The ``kaudit probe matrix`` report."""

@@ -1,6 +1,6 @@
 """``kaudit probe --plot FILE.png``: the run's timeline as a picture.
 
-Drawn from the probe's JSON record form (:func:`kaudit.probe.report.probe_record`), so a
+Drawn from the probe's JSON record form (:func:`kaudit.report.probe.probe_document`), so a
 saved ``--format json`` document can be plotted again later. Two panels share the x axis
 (seconds since the run started):
 
