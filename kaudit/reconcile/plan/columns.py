@@ -1,0 +1,247 @@
+"""The column expressions every mode builds its discrepancy rows from.
+
+The shuffled row's topic and sink structs, the detail's group keys and sink aggregates,
+the marker row, one discrepancy row (:func:`_row`), the classes that depend on the
+options, the undecodable record's fields, and the null-safe comparison of one compared
+field (:func:`_values_equal`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
+from kaudit.reconcile.plan.model import _MARKER, DISCREPANCY_SCHEMA, CompareOptions
+
+_TRUNC_UNIT = {"ms": "millisecond", "s": "second"}
+_TOMBSTONED = "tombstoned"
+
+
+# --- building blocks --------------------------------------------------------------------
+
+# The detailed plans group the suspects' rows (both sides in one frame, see _classified) by
+# key_hash and the key itself, so that colliding keys are never paired: the key (null as
+# '') and whether it was null.
+_GROUP = ["_gk", "_k", "_kn"]
+
+
+def _t() -> Column:
+    """The topic record's columns (a struct; null on sink rows)."""
+    return F.col("_t")
+
+
+def _s() -> Column:
+    """The sink row's columns (a struct; null on topic records)."""
+    return F.col("_s")
+
+
+def _record_time(options: CompareOptions) -> Column:
+    """The topic record's Kafka time; only shuffled (and needed) with a grace cutoff."""
+    if options.grace_cutoff is None:
+        return F.lit(None).cast("timestamp")
+    return _t()["timestamp"]
+
+
+def _is_t() -> Column:
+    return F.col("_is_t")
+
+
+def _is_s() -> Column:
+    return ~F.col("_is_t")
+
+
+def _suspect() -> Column:
+    return ~F.col("_clean")
+
+
+def _detail_groups(names: Sequence[str]) -> list[Column]:
+    """Group keys that keep suspect groups apart and put all clean rows in one group."""
+    return [F.col("_clean"), *[F.when(_suspect(), F.col(n)).alias(n) for n in names]]
+
+
+def _with_marker(rows: Column) -> Column:
+    """The group's discrepancy rows (none for the clean group) plus its marker row, which
+    carries the group's live topic records and sink rows for the totals."""
+    none = F.lit(None)
+    marker = _row(_MARKER, none, none, None, None, F.col("_live_n"), F.col("_s_rows"))
+    return F.when(F.col("_clean"), F.array(marker)).otherwise(
+        F.concat(rows, F.array(marker)))
+
+
+def _totals_aggs() -> list[Column]:
+    return [F.count_if(_is_t() & ~F.col("_tomb")).alias("_live_n"),
+            F.count_if(_is_s()).alias("_s_rows")]
+
+
+def _with_group_key(frame: DataFrame) -> DataFrame:
+    """Add the non-null group keys: the key (null as '') and whether it was null."""
+    return frame.withColumn("_k", F.coalesce(F.col("_key"), F.lit(""))).withColumn(
+        "_kn", F.col("_key").isNull()
+    )
+
+
+def _group_key_display() -> Column:
+    return F.when(F.col("_kn"), F.lit(None).cast("string")).otherwise(F.col("_k"))
+
+
+def _payload_fields(side: Column, compared: Sequence[str]) -> list[Column]:
+    """One side's compared columns under positional struct field names (c0, c1, ...)."""
+    return [side[name].alias(f"c{i}") for i, name in enumerate(compared)]
+
+
+def _sink_aggs(compared: Sequence[str], with_key: bool = False) -> list[Column]:
+    """Per group, over its sink rows: how many, their distinct payload hashes, and the row
+    with the smallest hash (null when the group has no sink row)."""
+    fields = _payload_fields(_s(), compared)
+    if with_key:
+        fields += [F.col("_key").alias("key"), F.col("_kh").alias("key_hash")]
+    row = F.struct(F.col("_ph").alias("ph"), *fields)
+    mine = _is_s() & _suspect()  # the clean group keeps no values
+    ph = F.when(mine, F.col("_ph"))
+    return [
+        F.count_if(_is_s()).alias("s_n"),
+        F.collect_set(ph).alias("s_hashes"),
+        F.min_by(F.when(mine, row), ph).alias("s_row"),
+        *_totals_aggs(),
+    ]
+
+
+def _row(
+    cls: Column | str,
+    key: Column,
+    key_hash: Column,
+    partition: Column | None,
+    offset: Column | None,
+    topic_count: Column | int,
+    sink_count: Column | int,
+    column: Column | str | None = None,
+    topic_value: Column | str | None = None,
+    sink_value: Column | str | None = None,
+) -> Column:
+    """One discrepancy as a struct of :data:`DISCREPANCY_SCHEMA`."""
+    values: list[Column | str | int | None] = [
+        cls, key, key_hash, partition, offset, topic_count, sink_count, column, topic_value,
+        sink_value,
+    ]
+    parts = []
+    for value, spec in zip(values, DISCREPANCY_SCHEMA.fields, strict=True):
+        col = value if isinstance(value, Column) else F.lit(value)
+        parts.append(col.cast(spec.dataType).alias(spec.name))
+    return F.struct(*parts)
+
+
+def _present(*candidates: Column) -> Column:
+    """An array of the candidate rows that are not null (each is a when(cond, row))."""
+    return F.filter(F.array(*candidates), lambda r: r.isNotNull())
+
+
+def _missing_class(timestamp: Column, options: CompareOptions) -> Column:
+    if options.grace_cutoff is None:
+        return F.lit("missing_in_sink")
+    return F.when(timestamp > F.lit(options.grace_cutoff), F.lit("pending")).otherwise(
+        F.lit("missing_in_sink")
+    )
+
+
+def _unmatched_sink_class(options: CompareOptions,
+                          below_start: Column | None = None) -> Column:
+    if not options.source_truncated:
+        return F.lit("extra_in_sink")
+    if below_start is None:
+        return F.lit("unverifiable")
+    return F.when(below_start, F.lit("unverifiable")).otherwise(F.lit("extra_in_sink"))
+
+
+def _undecodable_fields() -> list[Column]:
+    """The topic record's undecodable field and raw value, for the per-mode record structs."""
+    return [_t()[UNDECODABLE].alias("u"), _t()[RAW_VALUE].alias("raw")]
+
+
+def _undecodable(rec: Column) -> Column:
+    """The record could not be decoded (see :mod:`kaudit.reconcile.plan.model`)."""
+    return rec["u"].isNotNull()
+
+
+def _key_unread(rec: Column, key: Column) -> Column:
+    """The record's key could not be decoded: it has a group of its own and no key."""
+    return rec["u"].isNotNull() & key.isNull()
+
+
+def _undecodable_row(rec: Column, key: Column, key_hash: Column, partition: Column,
+                     offset: Column, t_n: Column, s_n: Column) -> Column:
+    return _row("undecodable", key, key_hash, partition, offset, t_n, s_n,
+                F.nullif(rec["u"], F.lit("")), rec["raw"])
+
+
+_NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
+            T.DecimalType)
+_TEMPORAL = (T.TimestampType, T.TimestampNTZType, T.DateType)
+_CASTABLE_FROM_STRING = (*_NUMERIC, *_TEMPORAL, T.BooleanType)
+
+
+def _values_equal(tv: Column, sv: Column, tt: T.DataType, st: T.DataType,
+                  options: CompareOptions) -> Column:
+    """Null-safe equality of one compared field, with tolerance and precision; never null."""
+    t_cmp, s_cmp, kind_t, kind_s = tv, sv, tt, st
+    if isinstance(st, T.StringType) and isinstance(tt, _CASTABLE_FROM_STRING):
+        s_cmp, kind_s = sv.try_cast(tt), tt
+    elif isinstance(tt, T.StringType) and isinstance(st, _CASTABLE_FROM_STRING):
+        t_cmp, kind_t = tv.try_cast(st), st
+    if isinstance(kind_t, _NUMERIC) and isinstance(kind_s, _NUMERIC):
+        equal = t_cmp == s_cmp
+        if options.numeric_tolerance > 0:
+            diff = F.abs(t_cmp.cast("double") - s_cmp.cast("double"))
+            equal = equal | (diff <= F.lit(float(options.numeric_tolerance)))
+    elif isinstance(kind_t, _TEMPORAL) and isinstance(kind_s, _TEMPORAL):
+        unit = _TRUNC_UNIT.get(options.timestamp_precision)
+        if unit is not None:
+            t_cmp, s_cmp = F.date_trunc(unit, t_cmp), F.date_trunc(unit, s_cmp)
+        equal = t_cmp == s_cmp
+    elif kind_t == kind_s and not isinstance(kind_t, T.MapType):
+        equal = t_cmp == s_cmp
+    else:
+        equal = t_cmp.cast("string") == s_cmp.cast("string")
+    return (
+        F.when(tv.isNull() & sv.isNull(), F.lit(True))
+        .when(tv.isNull() | sv.isNull(), F.lit(False))
+        .otherwise(F.coalesce(equal, F.lit(False)))
+    )
+
+
+def _mismatch_rows(
+    when: Column,
+    topic_rec: Column,
+    sink_rec: Column,
+    topic: DataFrame,
+    sink: DataFrame,
+    options: CompareOptions,
+    ident: Callable[[str, Column, Column], Column],
+) -> list[Column]:
+    """One candidate row per compared column: present when ``when`` and the values differ.
+
+    ``topic_rec`` / ``sink_rec`` are structs with the compared values as c0, c1, ...;
+    ``ident(column_name, topic_value, sink_value)`` builds the row.
+    """
+    out = []
+    for i, name in enumerate(options.compare):
+        tv, sv = topic_rec[f"c{i}"], sink_rec[f"c{i}"]
+        equal = _values_equal(tv, sv, topic.schema[name].dataType, sink.schema[name].dataType,
+                              options)
+        row = ident(name, tv.cast("string"), sv.cast("string"))
+        out.append(F.when(when & ~equal, row))
+    return out
+
+
+def _by_offset(left: Column, right: Column) -> Column:
+    """Comparator: ascending offset, then partition."""
+    return (
+        F.when(left["offset"] < right["offset"], F.lit(-1))
+        .when(left["offset"] > right["offset"], F.lit(1))
+        .when(left["partition"] < right["partition"], F.lit(-1))
+        .when(left["partition"] > right["partition"], F.lit(1))
+        .otherwise(F.lit(0))
+    )
