@@ -33,6 +33,7 @@ def exit_code(result: CheckResult, fail_on: FailOn, exit_zero: bool) -> ExitCode
     return ExitCode.FINDINGS if failing else ExitCode.OK
 
 
+@options.with_connection
 def check(
     paths: Annotated[list[str] | None, typer.Argument(
         metavar="[PATH]...", show_default=False,
@@ -62,11 +63,7 @@ def check(
         "--format", "-f", case_sensitive=False,
         help="Output format [default: table on a terminal, json otherwise].")] = None,
     output: options.Output = None,
-    bootstrap_server: options.BootstrapServer = None,
-    command_config: options.CommandConfig = None,
-    property: options.Property = None,
-    context: options.Context = None,
-    timeout: options.Timeout = None,
+    connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Audit topics, brokers and clients against policies; state each topic's guarantee."""
     # Everything that can be wrong with the input is found before the cluster is read.
@@ -93,12 +90,11 @@ def check(
     else:
         from kaudit.cluster.reader import read_snapshot
 
-        settings = options.connection(bootstrap_server, command_config, property, context,
-                                      timeout)
+        settings = connection.settings()
         cluster_snapshot = read_snapshot(settings)
 
     result = evaluate(cluster_snapshot, policies, producers, consumers)
     fmt = choose_format(format)
     emit(render(CHECK, result, fmt, RenderOptions(tool_version=__version__,
                                                   color=use_color(fmt, output))), output)
-    return int(exit_code(result, fail_on, exit_zero))
+    return exit_code(result, fail_on, exit_zero)

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 from kaudit.cli import options
 from kaudit.cluster.info import read_cluster_info
+from kaudit.errors import ExitCode
 from kaudit.report.base import render
 from kaudit.report.cluster import CLUSTER
 from kaudit.report.output import choose_format, emit
 
 
+@options.with_connection
 def cluster(
-    bootstrap_server: options.BootstrapServer = None,
-    command_config: options.CommandConfig = None,
-    property: options.Property = None,
-    context: options.Context = None,
-    timeout: options.Timeout = None,
+    connection: options.ConnectionOptions = options.NO_CONNECTION,
     format: options.Format = None,
     output: options.Output = None,
-) -> None:
+) -> int:
     """Show cluster id, controller, brokers (id, host, rack) and topic count."""
-    settings = options.connection(bootstrap_server, command_config, property, context, timeout)
+    settings = connection.settings()
     info = read_cluster_info(settings)
     emit(render(CLUSTER, info, choose_format(format)), output)
+    return ExitCode.OK

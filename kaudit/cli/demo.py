@@ -14,7 +14,7 @@ def demo(
     state_dir: options.StateDir = None,
     format: options.PlainFormat = OutputFormat.table,
     output: options.Output = None,
-) -> None:
+) -> int:
     """Show what kaudit is for on the local lab: check, probe matrix and reconcile.
 
     Starts the lab in the state directory (or reuses the running one), creates
@@ -40,10 +40,11 @@ def demo(
                           interrupted=interrupted, color=color,
                           say=lambda line: typer.echo(f"kaudit demo: {line}", err=True))
     if interrupted.is_set():
-        raise typer.Exit(int(ExitCode.INTERRUPTED))
+        return ExitCode.INTERRUPTED
     if format is OutputFormat.json:
         emit(to_json(demo_document(result)), output)
     elif output:
         emit("".join(sections), output)
+    return ExitCode.OK
 
 

@@ -10,7 +10,7 @@ import typer
 
 from kaudit.cli import options
 from kaudit.connect.settings import parse_key_values
-from kaudit.errors import LabStateError
+from kaudit.errors import ExitCode, LabStateError
 from kaudit.lab import manager
 from kaudit.lab.runtime import DEFAULT_KAFKA_VERSION, kafka_runtime
 from kaudit.lab.security import Security
@@ -80,7 +80,7 @@ def up(
     state_dir: options.StateDir = None,
     format: options.PlainFormat = OutputFormat.table,
     output: options.Output = None,
-) -> None:
+) -> int:
     """Start the lab (or restart a stopped one) and print its bootstrap servers.
 
     With --format json, print the lab's status document (as `lab status -f json`).
@@ -102,6 +102,7 @@ def up(
         _say(f"{state.security}: client settings in {state.client_properties}; "
              'eval "$(kaudit lab env)" to use them')
     _emit_state(state, format, output, plain=state.bootstrap + "\n")
+    return ExitCode.OK
 
 
 def _emit_state(state: LabState, format: OutputFormat, output: str | None, plain: str,
@@ -116,10 +117,11 @@ def _emit_state(state: LabState, format: OutputFormat, output: str | None, plain
 @app.command()
 def status(
     state_dir: options.StateDir = None, format: options.Format = None, output: options.Output = None
-) -> None:
+) -> int:
     """Show each node's pid, port and state, and the bootstrap servers."""
     state = LabState.load(options.state_dir(state_dir))
     emit(render(LAB_STATUS, LabStatus(state), choose_format(format)), output)
+    return ExitCode.OK
 
 
 @app.command()
@@ -137,7 +139,7 @@ def kill(
     state_dir: options.StateDir = None,
     format: options.PlainFormat = OutputFormat.table,
     output: options.Output = None,
-) -> None:
+) -> int:
     """Stop one node the way a failure would.
 
     With --format json, print the lab's status document afterwards.
@@ -147,6 +149,7 @@ def kill(
     verb = "paused" if signal is Signal.STOP else "stopped"
     _say(f"{node.role} {node.id} {verb} (SIG{signal.value})")
     _emit_state(LabState.load(directory), format, output, plain="")
+    return ExitCode.OK
 
 
 @app.command()
@@ -158,7 +161,7 @@ def start(
     state_dir: options.StateDir = None,
     format: options.PlainFormat = OutputFormat.table,
     output: options.Output = None,
-) -> None:
+) -> int:
     """Restart a killed node, or resume a paused one.
 
     With --format json, print the lab's status document afterwards.
@@ -167,6 +170,7 @@ def start(
     node, done = manager.lab_start(directory, node_id, wait_s=wait)
     _say(f"{node.role} {node.id} {done}")
     _emit_state(LabState.load(directory), format, output, plain="")
+    return ExitCode.OK
 
 
 @app.command()
@@ -175,7 +179,7 @@ def down(
     state_dir: options.StateDir = None,
     format: options.PlainFormat = OutputFormat.table,
     output: options.Output = None,
-) -> None:
+) -> int:
     """Stop every node; with --purge also delete the lab's data.
 
     With --format json, print the lab's status document as it was left (every node
@@ -192,6 +196,7 @@ def down(
     if left is not None:
         # Purged: the nodes of the state loaded before, whose processes are gone now.
         _emit_state(left, format, output, plain="", purged=purge)
+    return ExitCode.OK
 
 
 @app.command()
@@ -199,10 +204,11 @@ def env(
     state_dir: options.StateDir = None,
     format: options.PlainFormat = OutputFormat.table,
     output: options.Output = None,
-) -> None:
+) -> int:
     """Print shell exports that point kaudit at the lab: eval "$(kaudit lab env)".
 
     With --format json, the same variables as a JSON object (null: unset it).
     """
     state = LabState.load(options.state_dir(state_dir))
     emit(render(LAB_ENV, state, format.value), output)
+    return ExitCode.OK

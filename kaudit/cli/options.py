@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -109,21 +113,69 @@ StateDir = Annotated[
 ]
 
 
-def connection(
-    bootstrap_server: str | None,
-    command_config: str | None,
-    properties: list[str] | None,
-    context: str | None,
-    timeout: float | None,
-) -> ConnectionSettings:
-    """Resolve the connection options of a command."""
-    return resolve_connection(
-        bootstrap_server=bootstrap_server,
-        command_config=command_config,
-        properties=properties or (),
-        context=context,
-        timeout=timeout,
-    )
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """The five connection options of a command, as given (resolved on demand: a command
+    that works offline, like ``check --snapshot``, never reads a context or the env)."""
+
+    bootstrap_server: str | None = None
+    command_config: str | None = None
+    property: list[str] | None = None
+    context: str | None = None
+    timeout: float | None = None
+
+    def settings(self) -> ConnectionSettings:
+        """Resolve flags, environment and context into connection settings."""
+        return resolve_connection(
+            bootstrap_server=self.bootstrap_server,
+            command_config=self.command_config,
+            properties=self.property or (),
+            context=self.context,
+            timeout=self.timeout,
+        )
+
+
+NO_CONNECTION = ConnectionOptions()
+"""The placeholder default of a command's ``connection`` parameter (see :func:`with_connection`)."""
+
+_CONNECTION_OPTIONS = {
+    "bootstrap_server": BootstrapServer,
+    "command_config": CommandConfig,
+    "property": Property,
+    "context": Context,
+    "timeout": Timeout,
+}
+
+
+def with_connection(command: Callable[..., int]) -> Callable[..., int]:
+    """Give ``command`` the connection options, in place of its ``connection`` parameter.
+
+    Typer reads a command's options from its signature; the wrapper's signature has the
+    five options where ``connection: ConnectionOptions`` stood, and the command gets them
+    back as one :class:`ConnectionOptions`.
+    """
+    signature = inspect.signature(command, eval_str=True)
+    parameters: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        if parameter.name == "connection":
+            parameters += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                             default=None, annotation=annotation)
+                           for name, annotation in _CONNECTION_OPTIONS.items()]
+        else:
+            parameters.append(parameter)
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> int:
+        given = {name: kwargs.pop(name, None) for name in _CONNECTION_OPTIONS}
+        return command(*args, connection=ConnectionOptions(**given), **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {
+        **{name: p.annotation for name, p in signature.parameters.items() if name != "connection"},
+        **_CONNECTION_OPTIONS,
+        "return": signature.return_annotation,
+    }
+    return wrapper
 
 
 def state_dir(value: Path | None) -> Path:

@@ -45,6 +45,7 @@ app = typer.Typer(rich_markup_mode=None)
 
 
 @app.callback(invoke_without_command=True)
+@options.with_connection
 def probe(
     ctx: typer.Context,
     topic: Annotated[str | None, typer.Option(
@@ -131,18 +132,14 @@ def probe(
         help="Read the topic while writing it, to measure end-to-end latency.")] = True,
     format: options.Format = None,
     output: options.Output = None,
-    bootstrap_server: options.BootstrapServer = None,
-    command_config: options.CommandConfig = None,
-    property: options.Property = None,
-    context: options.Context = None,
-    timeout: options.Timeout = None,
-) -> None:
+    connection: options.ConnectionOptions = options.NO_CONNECTION,
+) -> int:
     """Produce sequenced messages, read them back, and account for every one.
 
     Run `kaudit probe matrix` to compare settings side by side.
     """
     if ctx.invoked_subcommand is not None:
-        return  # `kaudit probe matrix ...`: the subcommand runs instead
+        return ExitCode.OK  # `kaudit probe matrix ...`: the subcommand runs instead
     from kaudit.probe.faults import parse_fault, parse_fault_at
     from kaudit.probe.runner import ProbeSettings, run_probe
     from kaudit.report.probe import PROBE, probe_document
@@ -171,7 +168,7 @@ def probe(
         from kaudit.report.plot import check_plot_target
 
         check_plot_target(plot)  # before the run: never fail after minutes of probing
-    conn = options.connection(bootstrap_server, command_config, property, context, timeout)
+    conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         report = run_probe(conn, settings, interrupted, _progress_line())
     emit(render(PROBE, report, choose_format(format)), output)
@@ -181,8 +178,8 @@ def probe(
         plot_timeline(probe_document(report), plot)
         print(f"kaudit probe: timeline drawn to {plot}", file=sys.stderr)
     if report.interrupted:
-        raise typer.Exit(int(ExitCode.INTERRUPTED))
-    raise typer.Exit(int(ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS))
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS
 
 
 def _progress_line() -> Callable[[int, float, bool], None] | None:
@@ -200,6 +197,7 @@ def _progress_line() -> Callable[[int, float, bool], None] | None:
 
 
 @app.command()
+@options.with_connection
 def matrix(
     acks: Annotated[str, typer.Option(metavar="LIST", help="acks values, e.g. 0,1,all.")
                     ] = "1,all",
@@ -231,12 +229,8 @@ def matrix(
     ] = None,
     format: options.Format = None,
     output: options.Output = None,
-    bootstrap_server: options.BootstrapServer = None,
-    command_config: options.CommandConfig = None,
-    property: options.Property = None,
-    context: options.Context = None,
-    timeout: options.Timeout = None,
-) -> None:
+    connection: options.ConnectionOptions = options.NO_CONNECTION,
+) -> int:
     """Run the probe over a grid of settings and print one verdict table."""
     from kaudit.probe.faults import parse_fault_at
     from kaudit.probe.matrix import build_grid, parse_list, run_matrix
@@ -256,10 +250,11 @@ def matrix(
                          lab_state_dir=lab_state_dir, e2e_latency=False,
                          producer_properties=parse_key_values(producer_property or [],
                                              "--producer-property"))
-    conn = options.connection(bootstrap_server, command_config, property, context, timeout)
+    conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         rows = run_matrix(conn, base, cells, trials, interrupted,
                           lambda line: print(f"kaudit probe matrix: {line}", file=sys.stderr))
     emit(render(MATRIX, rows, choose_format(format)), output)
     if interrupted.is_set():
-        raise typer.Exit(int(ExitCode.INTERRUPTED))
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK

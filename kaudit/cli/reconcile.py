@@ -42,6 +42,7 @@ class Precision(StrEnum):
     s = "s"
 
 
+@options.with_connection
 def reconcile(
     topic: Annotated[str, typer.Option(metavar="NAME", help="Topic to read.")],
     sink: Annotated[str, typer.Option(
@@ -104,12 +105,8 @@ def reconcile(
     samples: Annotated[int, typer.Option(min=0, help="Samples shown per class.")] = 5,
     format: options.Format = None,
     output: options.Output = None,
-    bootstrap_server: options.BootstrapServer = None,
-    command_config: options.CommandConfig = None,
-    property: options.Property = None,
-    context: options.Context = None,
-    timeout: options.Timeout = None,
-) -> None:
+    connection: options.ConnectionOptions = options.NO_CONNECTION,
+) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
     from kaudit.reconcile.job import ReconcileRequest, run_reconcile
     from kaudit.report.reconcile import RECONCILE
@@ -124,7 +121,7 @@ def reconcile(
         grace_seconds=grace, sink_options=parse_key_values(sink_option or [], "--sink-option"),
         output_dir=output_dir, csv=csv, master=master,
         jars=[j for j in jars.split(",") if j] if jars else None, samples=samples)
-    conn = options.connection(bootstrap_server, command_config, property, context, timeout)
+    conn = connection.settings()
     if sys.stderr.isatty():
         print("kaudit reconcile: reading both sides with Spark...", file=sys.stderr)
     result = run_reconcile(conn, request)
@@ -133,4 +130,4 @@ def reconcile(
         print(f"hint: {result.counts['undecodable']} record(s) could not be decoded (see the "
               "undecodable samples); name the fields' types with --schema if the sink's are "
               "not the ones to read them as", file=sys.stderr)
-    raise typer.Exit(int(ExitCode.OK if result.verdict == "pass" else ExitCode.FINDINGS))
+    return ExitCode.OK if result.verdict == "pass" else ExitCode.FINDINGS

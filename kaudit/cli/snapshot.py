@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from kaudit.cli import options
 from kaudit.cluster.reader import read_snapshot
+from kaudit.errors import ExitCode
 from kaudit.report.base import render
 from kaudit.report.cluster import SNAPSHOT
 from kaudit.report.output import emit
 
 
+@options.with_connection
 def snapshot(
-    bootstrap_server: options.BootstrapServer = None,
-    command_config: options.CommandConfig = None,
-    property: options.Property = None,
-    context: options.Context = None,
-    timeout: options.Timeout = None,
+    connection: options.ConnectionOptions = options.NO_CONNECTION,
     output: options.Output = None,
-) -> None:
+) -> int:
     """Write brokers, configs (with their sources), topics and partitions as JSON."""
-    settings = options.connection(bootstrap_server, command_config, property, context, timeout)
+    settings = connection.settings()
     emit(render(SNAPSHOT, read_snapshot(settings), "json"), output)
+    return ExitCode.OK
