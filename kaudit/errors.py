@@ -11,7 +11,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """The exit codes shared by every kaudit command (DESIGN section 2)."""
+    """The exit codes shared by every kaudit command (ARCHITECTURE.md, "Contracts")."""
 
     OK = 0
     """Ran, nothing at or above the failure threshold."""

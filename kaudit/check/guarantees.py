@@ -1,4 +1,6 @@
-"""The delivery guarantee a topic, or a producer -> topic pair, really has (DESIGN section 1).
+"""The delivery guarantee a topic, or a producer -> topic pair, really has.
+
+This docstring is the contract (ARCHITECTURE.md, "Contracts").
 
 For a topic, assuming producers with acks=all:
 

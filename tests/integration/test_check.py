@@ -94,7 +94,7 @@ def test_guarantees_follow_the_settings(lab: Lab, topics: dict[str, Any]) -> Non
     _, doc, _ = check_json(lab, "--policy", topics["policy"])
     prefix = topics["prefix"]
     by_topic = {g["topic"]: g for g in doc["guarantees"] if g["producer"] is None}
-    expected = {  # (loss_tolerance, write_tolerance), DESIGN section 1
+    expected = {  # (loss_tolerance, write_tolerance), check/guarantees.py
         "clean": (1, 1), "minisr1": (0, 2), "minisr-eq-rf": (2, 0), "unclean": (0, 1),
         "rf1": (0, 0), "inherited": (0, 2),
     }

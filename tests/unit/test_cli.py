@@ -130,7 +130,7 @@ def test_secrets_from_a_properties_file_never_reach_output(tmp_path: Path) -> No
     assert not report.exists() or secret not in report.read_text()
 
 
-# DESIGN.md: --format table|json and -o on every command. `snapshot` writes JSON only.
+# README "Output": --format table|json and -o on every command. `snapshot` writes JSON only.
 _JSON_ONLY = {"kaudit snapshot"}
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kaudit.cluster.client import java_client_options
 from kaudit.connect.redact import MASK, redact
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.cluster.client import java_client_options
 
 
 def options(**props: str) -> dict[str, str]:

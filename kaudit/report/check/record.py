@@ -1,8 +1,8 @@
 """The record form of a check result: the one dict shape every machine format starts from.
 
-``check_document`` is the ``kaudit.check/v1`` JSON document of the DESIGN contract; SARIF,
-JUnit and GitHub annotations read the same :class:`FindingRecord` dicts, so a field renamed
-or added here reaches every format at once.
+``check_document`` is the ``kaudit.check/v1`` JSON document (ARCHITECTURE.md,
+"Contracts"); SARIF, JUnit and GitHub annotations read the same :class:`FindingRecord`
+dicts, so a field renamed or added here reaches every format at once.
 """
 
 from __future__ import annotations

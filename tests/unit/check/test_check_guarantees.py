@@ -1,4 +1,4 @@
-"""The guarantee calculator against the table in DESIGN section 1."""
+"""The guarantee calculator against the table in its docstring (ARCHITECTURE.md, "Contracts")."""
 
 from __future__ import annotations
 
