@@ -108,7 +108,8 @@ def reconcile(
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
-    from kaudit.reconcile.job import ReconcileRequest, run_reconcile
+    from kaudit.reconcile.job import run_reconcile
+    from kaudit.reconcile.request import ReconcileRequest
     from kaudit.report.reconcile import RECONCILE
 
     request = ReconcileRequest(

@@ -9,82 +9,19 @@ its own (small, persisted) discrepancy set.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
-from kaudit.reconcile.classes import FAILING, RAW_VALUE, UNDECODABLE
+from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
 from kaudit.reconcile.infer import field_paths
+from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, read_sink
 from kaudit.reconcile.source import OffsetRange, pin_offsets, read_topic
 from kaudit.reconcile.spark import error_line
-
-KAFKA_KEY = "@key"
-
-
-@dataclass(frozen=True)
-class ReconcileRequest:
-    """Everything `kaudit reconcile` was asked to do."""
-
-    topic: str
-    sink_uri: str
-    key: str = KAFKA_KEY
-    value_format: Literal["json", "string", "bytes"] = "json"
-    schema: str | None = None
-    mode: Literal["append", "upsert", "coordinates"] = "append"
-    compare: tuple[str, ...] = ()
-    column_map: dict[str, str] = field(default_factory=dict)
-    """Topic field (or @key, partition, offset, value) -> sink column."""
-    start: str = "earliest"
-    end: str = "latest"
-    read_committed: bool = True
-    numeric_tolerance: float = 0.0
-    timestamp_precision: Literal["us", "ms", "s"] = "us"
-    grace_seconds: float = 0.0
-    sink_options: dict[str, str] = field(default_factory=dict)
-    output_dir: str | None = None
-    csv: bool = False
-    master: str = "local[*]"
-    jars: list[str] | None = None
-    samples: int = 5
-
-    def key_fields(self) -> list[str]:
-        """The key's fields; ``["@key"]`` for the Kafka message key."""
-        fields = [f.strip() for f in self.key.split(",") if f.strip()]
-        if not fields:
-            raise InputError("--key: give a field name, several joined by commas, or @key")
-        return fields
-
-    def sink_column(self, name: str) -> str:
-        """The sink column a topic field maps to (dots become underscores by default)."""
-        default = {"@key": "key"}.get(name, name.replace(".", "_"))
-        return self.column_map.get(name, default)
-
-
-@dataclass(frozen=True)
-class ReconcileResult:
-    """What the run found, ready for the report."""
-
-    request: ReconcileRequest
-    sink: SinkSpec
-    ranges: list[OffsetRange]
-    topic_records: int
-    sink_rows: int
-    counts: dict[str, int]
-    by_partition: dict[int, dict[str, int]]
-    samples: dict[str, list[dict[str, Any]]]
-    output_files: list[str]
-    seconds: float
-
-    @property
-    def verdict(self) -> str:
-        """``pass`` when nothing is missing, extra, duplicated in the sink, changed or
-        unreadable."""
-        return "fail" if any(self.counts.get(k, 0) for k in FAILING) else "pass"
-
 
 #: How much of an undecodable value the samples show.
 RAW_SAMPLE_CHARS = 200

@@ -7,7 +7,7 @@ from typing import Any
 from tabulate import tabulate
 
 from kaudit.reconcile.classes import CLASSES
-from kaudit.reconcile.job import ReconcileResult
+from kaudit.reconcile.request import ReconcileResult
 from kaudit.report.base import Report, text_only
 
 SCHEMA = "kaudit.reconcile/v1"

@@ -14,7 +14,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from kaudit.errors import InputError
-from kaudit.reconcile.job import ReconcileRequest, decode_topic, hashed, read_types
+from kaudit.reconcile.job import decode_topic, hashed, read_types
+from kaudit.reconcile.request import ReconcileRequest
 from tests.unit.reconcile.frames import counts, rows, run
 
 pytestmark = pytest.mark.spark
