@@ -7,7 +7,8 @@ import typer
 from kaudit.cli import options
 from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.errors import ExitCode
-from kaudit.report.output import OutputFormat, emit, to_json, use_color
+from kaudit.report.base import render
+from kaudit.report.output import OutputFormat, emit, use_color
 
 
 def demo(
@@ -26,7 +27,7 @@ def demo(
     discrepancies it shows are the point. With --format json, one document at the
     end: the report paths and the check, probe matrix and reconcile documents.
     """
-    from kaudit.demo import demo_document, run_demo
+    from kaudit.demo import DEMO, run_demo
 
     directory = options.state_dir(state_dir)
     streamed = format is OutputFormat.table and not output
@@ -42,7 +43,7 @@ def demo(
     if interrupted.is_set():
         return ExitCode.INTERRUPTED
     if format is OutputFormat.json:
-        emit(to_json(demo_document(result)), output)
+        emit(render(DEMO, result, "json"), output)
     elif output:
         emit("".join(sections), output)
     return ExitCode.OK

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kaudit.demo import (
+from kaudit.demo.model import (
     DEMO_TOPICS,
     ORDER_COUNT,
     ORDERS_TOPIC,

@@ -12,13 +12,8 @@ import pytest
 
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import InputError, LabStateError
-from kaudit.lab.manager import (
-    EPHEMERAL_RANGE,
-    LOWEST_LAB_PORT,
-    free_ports,
-    lab_kill,
-    lab_start,
-)
+from kaudit.lab.layout import EPHEMERAL_RANGE, LOWEST_LAB_PORT, free_ports
+from kaudit.lab.manager import lab_kill, lab_start
 from kaudit.lab.state import LabNode, LabState, NodeState, node_state
 
 

@@ -1,0 +1,281 @@
+"""Lay out a new lab: its ports, each node's ``server.properties`` and command line, and
+formatted storage.
+
+Layout: ``--brokers`` broker processes (ids 1..N) and ``--controllers``
+dedicated KRaft controllers (ids 100..). Controllers are separate from
+brokers so that killing brokers, even most of them, leaves a working
+metadata quorum: the ISR still shrinks and writes fail for the reason an
+operator would see in production (NOT_ENOUGH_REPLICAS), not because the
+quorum is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import uuid
+from base64 import urlsafe_b64encode
+from collections.abc import Sequence
+from pathlib import Path
+
+from kaudit.errors import InputError, LabError, LabStateError
+from kaudit.lab import security as sec
+from kaudit.lab.process import log_tail
+from kaudit.lab.runtime import KafkaRuntime
+from kaudit.lab.state import LabNode, LabState
+
+CONTROLLER_ID_BASE = 100
+BROKER_HEAP = os.environ.get("KAUDIT_LAB_BROKER_HEAP", "512m")
+CONTROLLER_HEAP = os.environ.get("KAUDIT_LAB_CONTROLLER_HEAP", "256m")
+
+_LOG4J2 = """Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Logger:
+      - name: kafka.request.logger
+        level: WARN
+      - name: org.apache.kafka.clients
+        level: WARN
+    Root:
+      level: INFO
+      AppenderRef:
+        - ref: STDOUT
+"""
+
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_LAB_PORT = 10000
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports nothing is listening on right now.
+
+    They are taken below the kernel's ephemeral range when there is room: a broker that is
+    killed and restarted must get its port back, and while it is down any outgoing
+    connection could otherwise be handed that port as its source port.
+    """
+    import random
+
+    top = _ephemeral_start()
+    sockets: list[socket.socket] = []
+    try:
+        candidates = (random.sample(range(LOWEST_LAB_PORT, top), min(top - LOWEST_LAB_PORT, 200))
+                      if top > LOWEST_LAB_PORT + 1000 else [])
+        for port in [*candidates, *[0] * count]:
+            if len(sockets) == count:
+                break
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind(("127.0.0.1", port))  # 0 (the kernel's choice) only as a fallback
+            except OSError:
+                s.close()
+                continue
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def check_ports_free(state: LabState) -> None:
+    """Raise a LabStateError if another program listens on one of the nodes' ports."""
+    for node in state.nodes:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As Kafka binds: connections of the last run in TIME_WAIT do not block it,
+            # only another listener does.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", node.port))
+            except OSError:
+                raise LabStateError(
+                    f"port {node.port} of node {node.id} is taken by another program",
+                    hint="`kaudit lab down --purge` and `kaudit lab up` pick new ports",
+                ) from None
+
+
+def _properties_text(values: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+def _node_properties(
+    node_id: int,
+    role: str,
+    port: int,
+    directory: Path,
+    voters: str,
+    broker_count: int,
+    extra: dict[str, str],
+    secured: dict[str, str] | None = None,
+) -> dict[str, str]:
+    common = {
+        "process.roles": role,
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": str(directory / "data"),
+    }
+    if role == "controller":
+        return common | {
+            "listeners": f"CONTROLLER://127.0.0.1:{port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        } | (secured or {})
+    internal_rf = str(min(3, broker_count))
+    # A secured lab names its client listener CLIENT (protocol from ``secured``).
+    listener = "CLIENT" if secured else "PLAINTEXT"
+    return (
+        common
+        | {
+            "listeners": f"{listener}://127.0.0.1:{port}",
+            "advertised.listeners": f"{listener}://127.0.0.1:{port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            # Internal topics must fit the lab's size; everything else keeps Kafka's defaults
+            # so that `kaudit check` sees what a fresh real cluster looks like.
+            "offsets.topic.replication.factor": internal_rf,
+            "transaction.state.log.replication.factor": internal_rf,
+            "transaction.state.log.min.isr": str(min(2, broker_count)),
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        | (secured or {})
+        # "{port}" lets one --broker-config value name each broker's own port.
+        | {k: v.replace("{port}", str(port)) for k, v in extra.items()}
+    )
+
+
+def _argv(
+    runtime: KafkaRuntime, node: str, heap: str, directory: Path, main: Sequence[str]
+) -> list[str]:
+    return [
+        runtime.java,
+        f"-Xmx{heap}",
+        "-Xms64m",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={directory.parent / 'log4j2.yaml'}",
+        f"-Dkaudit.lab.node={directory}",
+        "-cp",
+        runtime.classpath,
+        *main,
+    ]
+
+
+def _format(
+    runtime: KafkaRuntime, nodes: list[LabNode], cluster_id: str, extra: Sequence[str] = ()
+) -> None:
+    """Format every node's storage, in parallel (each is a JVM start)."""
+    procs = []
+    for node in nodes:
+        config = Path(node.directory) / "server.properties"
+        argv = _argv(
+            runtime,
+            node.role,
+            "256m",
+            Path(node.directory),
+            ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c",
+             str(config), *extra],
+        )
+        out = open(Path(node.directory) / "format.log", "w")  # noqa: SIM115
+        procs.append(
+            (
+                node,
+                subprocess.Popen(
+                    argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                ),
+                out,
+            )
+        )
+    # Wait for every format to end before judging any: cleanup must not race a writer.
+    codes = []
+    for node, proc, out in procs:
+        codes.append((node, proc.wait(timeout=180)))
+        out.close()
+    for node, code in codes:
+        if code != 0:
+            tail = log_tail(Path(node.directory) / "format.log")
+            raise LabError(f"formatting storage for node {node.id} failed (exit {code}): {tail}")
+
+
+def create_lab(
+    state_dir: Path,
+    runtime: KafkaRuntime,
+    brokers: int,
+    controllers: int,
+    broker_config: dict[str, str],
+    security: sec.Security = sec.Security.plaintext,
+) -> LabState:
+    """Write configs and format storage for a new lab (nothing is started)."""
+    if not 1 <= brokers < CONTROLLER_ID_BASE:
+        raise InputError(f"--brokers must be between 1 and {CONTROLLER_ID_BASE - 1}")
+    if controllers not in (1, 3, 5):
+        raise InputError("--controllers must be 1, 3 or 5 (a KRaft quorum of odd size)")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "log4j2.yaml").write_text(_LOG4J2, encoding="utf-8")
+    ports = free_ports(brokers + controllers)
+    controller_ids = [CONTROLLER_ID_BASE + i for i in range(controllers)]
+    voters = ",".join(
+        f"{cid}@127.0.0.1:{ports[brokers + i]}" for i, cid in enumerate(controller_ids)
+    )
+    cluster_id = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    state = LabState(
+        state_dir=str(state_dir),
+        cluster_id=cluster_id,
+        kafka_version=runtime.kafka_version,
+        broker_config=broker_config,
+        security=security.value,
+    )
+    secured: dict[str, dict[str, str]] = {}
+    format_extra: list[str] = []
+    if security is not sec.Security.plaintext:
+        material = sec.generate(state_dir, security)
+        secured = {
+            "broker": sec.broker_properties(material, security),
+            "controller": sec.controller_properties(material),
+        }
+        format_extra = sec.format_arguments(material, security)
+    layout = [(i + 1, "broker", ports[i]) for i in range(brokers)] + [
+        (cid, "controller", ports[brokers + i]) for i, cid in enumerate(controller_ids)
+    ]
+    for node_id, role, port in layout:
+        directory = state_dir / f"{role}-{node_id}"
+        directory.mkdir(parents=True, exist_ok=True)
+        props = _node_properties(
+            node_id,
+            role,
+            port,
+            directory,
+            voters,
+            brokers,
+            broker_config if role == "broker" else {},
+            secured.get(role),
+        )
+        (directory / "server.properties").write_text(_properties_text(props), encoding="utf-8")
+        heap = BROKER_HEAP if role == "broker" else CONTROLLER_HEAP
+        argv = _argv(
+            runtime, role, heap, directory, ["kafka.Kafka", str(directory / "server.properties")]
+        )
+        state.nodes.append(
+            LabNode(id=node_id, role=role, port=port, directory=str(directory), argv=argv)
+        )
+    try:
+        _format(runtime, state.nodes, cluster_id, format_extra)
+    except BaseException:
+        # Leave no half-formatted lab behind: the next `lab up` must start clean.
+        for node in state.nodes:
+            shutil.rmtree(node.directory, ignore_errors=True)
+        raise
+    state.save()
+    return state

@@ -1,0 +1,84 @@
+"""The lab nodes' processes: start one, signal some and wait for them to stop, wait for one
+to reach a state, read the tail of a log."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from kaudit.errors import LabError
+from kaudit.lab.state import LabNode, LabState, NodeState, node_state
+
+SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "STOP": signal.SIGSTOP}
+"""What ``kaudit lab kill --signal`` sends: a controlled shutdown, a crash or a freeze."""
+
+
+def log_tail(path: Path, lines: int = 1) -> str:
+    """The last meaningful lines of a log, joined on one line."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    interesting = [ln for ln in text if any(w in ln for w in ("ERROR", "Exception", "FATAL"))]
+    picked = (interesting or text)[-lines:]
+    return " | ".join(ln.strip() for ln in picked)[:500] or "(empty log)"
+
+
+def launch(node: LabNode) -> None:
+    """Start ``node``'s process in a session of its own, its output appended to its log."""
+    log_file = open(node.log_path, "ab")  # noqa: SIM115
+    try:
+        proc = subprocess.Popen(
+            node.argv,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=node.directory,
+            start_new_session=True,
+        )
+    finally:
+        log_file.close()
+    node.pid = proc.pid
+
+
+def stop_nodes(nodes: list[LabNode], sig: signal.Signals, wait_s: float) -> list[LabNode]:
+    """Signal ``nodes`` and wait for them to exit; returns those still alive."""
+    targets = [n for n in nodes if node_state(n) is not NodeState.down]
+    for node in targets:
+        if node_state(node) is NodeState.paused:
+            os.kill(node.pid or 0, signal.SIGCONT)  # a stopped JVM cannot act on TERM
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(node.pid or 0, sig)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        alive = [n for n in targets if node_state(n) is not NodeState.down]
+        if not alive:
+            return []
+        time.sleep(0.2)
+    return [n for n in targets if node_state(n) is not NodeState.down]
+
+
+def await_state(node: LabNode, want: NodeState, wait_s: float) -> None:
+    """Wait until ``node`` is ``want`` after a signal; a LabError if it is down or late."""
+    # STOP and CONT reach a JVM's threads one by one: /proc shows the new state only once all
+    # of them have it, so the status printed right after would otherwise be the old one.
+    deadline = time.monotonic() + wait_s
+    while (current := node_state(node)) is not want:
+        if current is NodeState.down or time.monotonic() >= deadline:
+            raise LabError(f"{node.role} {node.id} is {current.value}, not {want.value}, "
+                           f"{wait_s:g}s after the signal")
+        time.sleep(0.02)
+
+
+def raise_if_node_died(state: LabState) -> None:
+    """A LabError naming the first node whose process is gone, with its log's last line."""
+    for node in state.nodes:
+        if node_state(node) is NodeState.down:
+            raise LabError(
+                f"{node.role} {node.id} exited during start: {log_tail(node.log_path)}",
+                hint=f"full log: {node.log_path}",
+            )
