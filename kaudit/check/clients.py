@@ -37,7 +37,7 @@ from kaudit.cluster.model import ConfigSource
 from kaudit.connect.properties import parse_properties
 from kaudit.connect.redact import is_secret_key, register_secret
 from kaudit.errors import FileInputError
-from kaudit.policy.nodes import NodeReader, compose_text, read_text
+from kaudit.yamlnodes import NodeReader, compose_text, read_text
 
 Role = Literal["producer", "consumer"]
 Library = Literal["java", "librdkafka"]

@@ -1,9 +1,10 @@
 """Evaluate a cluster snapshot and client configs against a policy set. Pure: no I/O.
 
 Steps: resolve each topic's profile from the selectors (Kafka's internal
-topics are judged by the KA3xx rules and only get live-state checks), run
-the enabled rules, apply severity overrides and waivers, report expired
-waivers, compute the guarantees, and sort everything deterministically.
+topics are judged by the KA3xx rules, and as topics only by the rules
+registered with ``internal_topics=True``: the live-state ones), run the
+enabled rules, apply severity overrides and waivers, report expired waivers,
+compute the guarantees, and sort everything deterministically.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import cast
 from kaudit.check.clients import ClientConfig
 from kaudit.check.findings import CheckResult, Finding, Guarantee, Severity, SubjectKind
 from kaudit.check.guarantees import pair_guarantee, topic_guarantee
+from kaudit.check.policy.model import ClientBinding, PolicySet, Profile, strictest
 from kaudit.check.rules.common import is_internal
 from kaudit.check.rules.registry import (
     ClientCheck,
@@ -32,11 +34,6 @@ from kaudit.check.rules.registry import (
     all_rules,
 )
 from kaudit.cluster.model import ClusterSnapshot, Topic
-from kaudit.policy.model import ClientBinding, PolicySet, Profile, strictest
-
-# Internal topics are Kafka's own: their durability comes from broker settings
-# (KA3xx); only the live-state rules apply to them as topics.
-_INTERNAL_TOPIC_RULES_PREFIX = "KA2"
 
 
 @dataclass(frozen=True)
@@ -85,8 +82,7 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
             for item in audited:
                 if policies.rule_enabled(rule.id, item.profile):
                     run(rule, check(item.topic, TopicContext(snapshot, item.profile)))
-            if rule.id.startswith(_INTERNAL_TOPIC_RULES_PREFIX) and policies.rule_enabled(
-                    rule.id, default):
+            if rule.internal_topics and policies.rule_enabled(rule.id, default):
                 for topic in internal:
                     run(rule, check(topic, TopicContext(snapshot, default)))
         elif rule.scope == "cluster" and policies.rule_enabled(rule.id, default):

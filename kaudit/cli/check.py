@@ -69,7 +69,7 @@ def check(
     # Everything that can be wrong with the input is found before the cluster is read.
     from kaudit.check.clients import load_client_config
     from kaudit.check.engine import evaluate
-    from kaudit.policy.loader import load_policies
+    from kaudit.check.policy.loader import load_policies
 
     if sum(bool(x) for x in (snapshot, manifests, paths)) > 1:
         raise InputError("give one of --snapshot, --manifests or PATH arguments "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kaudit.cluster.client import AdminSession
-from kaudit.cluster.model import Broker
+from kaudit.cluster.model import Broker, is_internal_topic
 from kaudit.connect.settings import ConnectionSettings
 
 
@@ -28,7 +28,7 @@ def read_cluster_info(settings: ConnectionSettings) -> ClusterInfo:
     session = AdminSession(settings)
     cluster_id, controller_id, brokers = session.describe_identity()
     metadata = session.list_topics()
-    internal = sum(1 for name in metadata.topics if name.startswith("__"))
+    internal = sum(1 for name in metadata.topics if is_internal_topic(name))
     return ClusterInfo(
         cluster_id=cluster_id,
         controller_id=controller_id,

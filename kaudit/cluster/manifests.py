@@ -26,10 +26,11 @@ from kaudit.cluster.model import (
     ConfigValue,
     Topic,
     freeze_configs,
+    is_internal_topic,
     snapshot_from_dict,
 )
 from kaudit.errors import FileInputError, InputError
-from kaudit.policy.nodes import NodeReader, line_of, read_text
+from kaudit.yamlnodes import NodeReader, line_of, read_text
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 _SPEC_KEYS = ("partitions", "replicas", "config", "topicName")
@@ -87,7 +88,7 @@ def _topic_from_node(doc: MappingNode, reader: NodeReader) -> Topic | None:
                 raise reader.fail(value_node, f"spec.config.{key} must be a plain value") from None
             configs[key] = ConfigValue(name=key, value=value, source=ConfigSource.MANIFEST)
             del key_node
-    return Topic(name=name, internal=name.startswith("__"), partition_count=partitions,
+    return Topic(name=name, internal=is_internal_topic(name), partition_count=partitions,
                  replication_factor=replicas, configs=freeze_configs(configs))
 
 

@@ -78,12 +78,23 @@ class PartitionState:
     isr: tuple[int, ...]
 
 
+def is_internal_topic(name: str) -> bool:
+    """True for Kafka's own topics (``__consumer_offsets``, ``__transaction_state``...).
+
+    Kafka names its own topics with a leading ``__``. The internal flag in topic
+    metadata is not enough: Kafka sets it only for its group and transaction
+    state topics, not for others such as tiered storage's ``__remote_log_metadata``.
+    """
+    return name.startswith("__")
+
+
 @dataclass(frozen=True)
 class Topic:
     """A topic with its effective configs and partition states."""
 
     name: str
     internal: bool
+    """Kafka's own topic (see :func:`is_internal_topic`)."""
     partition_count: int
     replication_factor: int
     """Declared RF for manifests; the largest replica count across partitions for live topics."""

@@ -25,6 +25,7 @@ from kaudit.cluster.model import (
     PartitionState,
     Topic,
     freeze_configs,
+    is_internal_topic,
 )
 from kaudit.connect.settings import ConnectionSettings
 
@@ -145,7 +146,7 @@ def read_snapshot(settings: ConnectionSettings) -> ClusterSnapshot:
             for p in sorted(meta.partitions.values(), key=lambda p: p.id))
         topics.append(Topic(
             name=name,
-            internal=name.startswith("__"),
+            internal=is_internal_topic(name),
             partition_count=len(partitions),
             replication_factor=max((len(p.replicas) for p in partitions), default=0),
             configs=topic_configs.get(name, freeze_configs({})),

@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kaudit.check.findings import Subject, SubjectKind
-from kaudit.cluster.model import ClusterSnapshot, ConfigSource, ConfigValue, PartitionState, Topic
+from kaudit.cluster.model import (
+    ClusterSnapshot,
+    ConfigSource,
+    ConfigValue,
+    PartitionState,
+    Topic,
+    is_internal_topic,
+)
 
 # Kafka's own defaults when neither the topic nor any broker reports a value
 # (manifests checked without a cluster).
@@ -41,8 +48,8 @@ def provenance(value: ConfigValue) -> str:
 
 
 def is_internal(topic: Topic) -> bool:
-    """Kafka's own topics (``__consumer_offsets``, ``__transaction_state``...)."""
-    return topic.internal or topic.name.startswith("__")
+    """Kafka's own topics: flagged internal, or named like one (:func:`is_internal_topic`)."""
+    return topic.internal or is_internal_topic(topic.name)
 
 
 def topic_value(topic: Topic, snapshot: ClusterSnapshot, name: str) -> ConfigValue:

@@ -1,7 +1,9 @@
 """KA2xx: the live state of partitions (leaders, ISR), when the snapshot has it.
 
 These rules skip topics whose partition state is unknown (manifests) and
-snapshots that were not read from a running cluster.
+snapshots that were not read from a running cluster. They are the only topic
+rules that also run on Kafka's internal topics (``internal_topics=True``): an
+offline ``__consumer_offsets`` partition stops consumer groups all the same.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ def _ids(ids: tuple[int, ...]) -> str:
 
 
 @rule("KA201", "partition.under-replicated", Severity.warning,
-      "A partition has replicas that are not in sync.", scope="topic",
+      "A partition has replicas that are not in sync.",
+      scope="topic", internal_topics=True,
       what="Reports partitions whose ISR is smaller than their replica set.",
       why="Every replica out of the ISR is a copy that would not survive a leader failure; "
           "the partition is closer to blocked writes (min.insync.replicas) and to data loss.",
@@ -46,7 +49,7 @@ def under_replicated(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
 
 @rule("KA202", "partition.under-min-isr", Severity.error,
       "A partition's ISR is below min.insync.replicas: acks=all writes fail now.",
-      scope="topic",
+      scope="topic", internal_topics=True,
       what="Reports online partitions whose ISR is smaller than the topic's effective "
            "min.insync.replicas.",
       why="Producers with acks=all (and every idempotent or transactional producer) get "
@@ -70,7 +73,7 @@ def under_min_isr(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
 
 @rule("KA203", "partition.at-min-isr", Severity.warning,
       "A degraded partition's ISR equals min.insync.replicas: one more failure blocks writes.",
-      scope="topic",
+      scope="topic", internal_topics=True,
       what="Reports partitions that have lost replicas from the ISR and are now exactly at "
            "min.insync.replicas. (A healthy partition whose whole replica set equals "
            "min.insync.replicas is reported once per topic by KA105 instead.)",
@@ -92,7 +95,8 @@ def at_min_isr(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
 
 
 @rule("KA204", "partition.offline", Severity.error,
-      "A partition has no leader: it can be neither written nor read.", scope="topic",
+      "A partition has no leader: it can be neither written nor read.",
+      scope="topic", internal_topics=True,
       what="Reports partitions without a leader (or whose leader is not a live broker).",
       why="Producers and consumers of the partition are stuck; with unclean election off it "
           "stays offline until an in-sync replica returns.",
@@ -112,7 +116,8 @@ def offline(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
 
 
 @rule("KA205", "partition.replica-on-offline-broker", Severity.warning,
-      "A partition has replicas on brokers that are not registered.", scope="topic",
+      "A partition has replicas on brokers that are not registered.",
+      scope="topic", internal_topics=True,
       what="Reports partitions with replicas assigned to broker ids that are not among the "
            "live brokers.",
       why="Those copies do not exist right now: the partition has less redundancy than its "

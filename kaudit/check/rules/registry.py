@@ -24,14 +24,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import Literal, TypeVar
 
+from kaudit.check.clients import ClientConfig
 from kaudit.check.findings import RuleInfo, Severity, Subject
+from kaudit.check.policy.model import PolicySet, Profile, Thresholds
 from kaudit.cluster.model import ClusterSnapshot, Topic
-
-if TYPE_CHECKING:
-    from kaudit.check.clients import ClientConfig
-    from kaudit.policy.model import PolicySet, Profile, Thresholds
 
 Scope = Literal["topic", "cluster", "client", "pair", "policy"]
 
@@ -128,8 +126,8 @@ class RuleDoc:
 
 TopicCheck = Callable[[Topic, TopicContext], Iterable[Violation]]
 ClusterCheck = Callable[[ClusterContext], Iterable[Violation]]
-ClientCheck = Callable[["ClientConfig", ClientContext], Iterable[Violation]]
-PairCheck = Callable[["ClientConfig", Topic, TopicContext], Iterable[Violation]]
+ClientCheck = Callable[[ClientConfig, ClientContext], Iterable[Violation]]
+PairCheck = Callable[[ClientConfig, Topic, TopicContext], Iterable[Violation]]
 PolicyCheck = Callable[[PolicyContext], Iterable[Violation]]
 AnyCheck = TopicCheck | ClusterCheck | ClientCheck | PairCheck | PolicyCheck
 
@@ -147,6 +145,10 @@ class Rule:
     check: AnyCheck
     role: Literal["producer", "consumer", "any"] = "any"
     """For client and pair rules: which client files the rule reads."""
+    internal_topics: bool = False
+    """For topic rules: also run on Kafka's internal topics, under the default profile.
+    Their durability is the brokers' business (KA3xx), so only rules about their live
+    state say anything useful about them."""
 
     def info(self) -> RuleInfo:
         """The record output formats need (SARIF descriptors, rule reference)."""
@@ -163,19 +165,27 @@ F = TypeVar("F", bound=Callable[..., Iterable[Violation]])
 
 def rule(rule_id: str, name: str, severity: Severity, summary: str, *, scope: Scope,
          what: str, why: str, example: str, fix: str,
-         role: Literal["producer", "consumer", "any"] = "any") -> Callable[[F], F]:
-    """Register the decorated function as a rule. Ids and names must be unique."""
+         role: Literal["producer", "consumer", "any"] = "any",
+         internal_topics: bool = False) -> Callable[[F], F]:
+    """Register the decorated function as a rule. Ids and names must be unique.
+
+    ``internal_topics=True`` (topic rules only) runs the rule on Kafka's internal
+    topics too; other rules never see them.
+    """
     if not _ID.match(rule_id):
         raise ValueError(f"rule id {rule_id!r} is not KAnnn")
     if not _NAME.match(name):
         raise ValueError(f"rule name {name!r} is not dotted lower-case words")
+    if internal_topics and scope != "topic":
+        raise ValueError(f"rule {rule_id}: only topic rules can run on internal topics")
 
     def register(func: F) -> F:
         if rule_id in _RULES or name in _BY_NAME:
             raise ValueError(f"rule {rule_id} / {name} registered twice")
         _RULES[rule_id] = Rule(id=rule_id, name=name, severity=severity, summary=summary,
                                doc=RuleDoc(what=what, why=why, example=example, fix=fix),
-                               scope=scope, check=func, role=role)
+                               scope=scope, check=func, role=role,
+                               internal_topics=internal_topics)
         _BY_NAME[name] = rule_id
         return func
 

@@ -33,6 +33,7 @@ import yaml
 from kaudit.check.clients import ClientConfig, load_client_config
 from kaudit.check.engine import evaluate
 from kaudit.check.findings import CheckResult, Finding
+from kaudit.check.policy.loader import load_policies
 from kaudit.cluster.model import (
     Broker,
     ClusterSnapshot,
@@ -42,7 +43,6 @@ from kaudit.cluster.model import (
     Topic,
     freeze_configs,
 )
-from kaudit.policy.loader import load_policies
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "rules"
 DEFAULT_TODAY = date(2026, 6, 1)

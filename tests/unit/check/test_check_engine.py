@@ -6,9 +6,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kaudit_rule_cases import run_case
 
 from kaudit.check.findings import Severity, SubjectKind
+from kaudit.check.rules.registry import all_rules, rule
+from kaudit.cluster.model import is_internal_topic
 
 BROKEN = {
     "broker_configs": {"min.insync.replicas": 1, "offsets.topic.replication.factor": 3,
@@ -42,6 +45,26 @@ def test_internal_topics_get_only_live_state_rules(tmp_path: Path) -> None:
     assert _rules(result, "__consumer_offsets") == set()
     assert _rules(result, "__consumer_offsets-0") == {"KA204"}
     assert {g.topic for g in result.guarantees} == {"orders", "payments"}
+
+
+def test_the_live_state_rules_are_the_ones_run_on_internal_topics() -> None:
+    flagged = {r.id for r in all_rules() if r.internal_topics}
+    assert flagged == {"KA201", "KA202", "KA203", "KA204", "KA205"}
+    assert {r.scope for r in all_rules() if r.internal_topics} == {"topic"}
+
+
+def test_only_topic_rules_can_ask_for_internal_topics() -> None:
+    with pytest.raises(ValueError, match="only topic rules"):
+        rule("KA999", "cluster.never-registered", Severity.info, "x", scope="cluster",
+             what="", why="", example="", fix="", internal_topics=True)
+
+
+@pytest.mark.parametrize("name,internal", [
+    ("__consumer_offsets", True), ("__transaction_state", True),
+    ("__remote_log_metadata", True), ("_confluent-metrics", False), ("orders__v2", False),
+])
+def test_internal_topics_are_named_with_two_underscores(name: str, internal: bool) -> None:
+    assert is_internal_topic(name) is internal
 
 
 def test_clean_durable_topic_has_no_findings(tmp_path: Path) -> None:

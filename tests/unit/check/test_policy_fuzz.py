@@ -12,8 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kaudit.errors import InputError
-from kaudit.policy.loader import (
+from kaudit.check.policy.loader import (
     CLIENT_KEYS,
     POLICY_KEYS,
     PROFILE_KEYS,
@@ -21,7 +20,8 @@ from kaudit.policy.loader import (
     WAIVER_KEYS,
     parse_policy,
 )
-from kaudit.policy.model import THRESHOLD_NAMES
+from kaudit.check.policy.model import THRESHOLD_NAMES
+from kaudit.errors import InputError
 
 _DIR = Path(tempfile.mkdtemp(prefix="kaudit-policy-fuzz-"))
 atexit.register(shutil.rmtree, _DIR, True)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kaudit.check.findings import Severity
+from kaudit.check.policy.builtin import builtin_names
+from kaudit.check.policy.loader import load_policies, load_policy, parse_policy
 from kaudit.errors import FileInputError, InputError
-from kaudit.policy.builtin import builtin_names
-from kaudit.policy.loader import load_policies, load_policy, parse_policy
 
 
 def _write(tmp_path: Path, text: str, name: str = "policy.yaml") -> str:
@@ -194,8 +194,8 @@ def test_empty_policy_is_empty(tmp_path: Path) -> None:
 
 
 def test_policy_docs_list_every_rule_and_threshold() -> None:
+    from kaudit.check.policy.model import THRESHOLD_NAMES
     from kaudit.check.rules import all_rules
-    from kaudit.policy.model import THRESHOLD_NAMES
 
     text = (Path(__file__).resolve().parents[3] / "docs" / "policy.md").read_text()
     for rule in all_rules():

@@ -4,6 +4,10 @@
 on each node. The helpers here turn nodes into plain Python values and raise
 :class:`~kaudit.errors.FileInputError` (``file:line: message``) for anything
 that is not what the schema expects.
+
+Policy files, client config files and Strimzi manifests are all read this way;
+the module knows no schema of its own and imports nothing of kaudit but
+:mod:`kaudit.errors`, so any layer may use it.
 """
 
 from __future__ import annotations

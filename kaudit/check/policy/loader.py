@@ -21,9 +21,8 @@ from yaml.nodes import Node
 
 from kaudit.check.clients import LIBRARIES, ROLES, Role, load_client_config
 from kaudit.check.findings import Severity
-from kaudit.errors import InputError
-from kaudit.policy.builtin import builtin_names, builtin_path
-from kaudit.policy.model import (
+from kaudit.check.policy.builtin import builtin_names, builtin_path
+from kaudit.check.policy.model import (
     THRESHOLD_NAMES,
     ClientBinding,
     Policy,
@@ -35,7 +34,8 @@ from kaudit.policy.model import (
     layer,
     merge_profiles,
 )
-from kaudit.policy.nodes import NodeReader, compose_text, did_you_mean, read_text
+from kaudit.errors import InputError
+from kaudit.yamlnodes import NodeReader, compose_text, did_you_mean, read_text
 
 POLICY_KEYS = ("name", "description", "extends", "thresholds", "profiles", "topics", "rules",
                "disable", "waivers", "clients")
@@ -253,6 +253,8 @@ class _Loader:
         return tuple(out)
 
     def _rule_id(self, reader: NodeReader, node: Node, what: str) -> str:
+        # Lazy: the rules depend on the policy model, not the other way round; only
+        # a policy that names a rule needs the registry (and every rule module loaded).
         from kaudit.check.rules.registry import get_rule, rule_names
 
         ref = reader.text(node, what)

@@ -1,9 +1,9 @@
 """Where the built-in profiles (``policies/*.yaml``) are found.
 
 They live in the repository's top-level ``policies/`` folder. An installed
-kaudit finds them in ``kaudit/policy/profiles/`` inside the package (package
-data; in the repository that folder is a symlink to ``policies/``, when
-present), a source checkout in ``policies/`` itself, and
+kaudit finds them in ``kaudit/check/policy/profiles/`` inside the package
+(package data; in the repository that folder is a symlink to ``policies/``,
+when present), a source checkout in ``policies/`` itself, and
 ``KAUDIT_POLICIES_DIR`` overrides both.
 """
 
@@ -24,7 +24,7 @@ def _candidates() -> list[Path]:
     dirs.append(here.parent / "profiles")  # installed package data
     # A source checkout (or editable install): only when this really is the
     # repository, so an unrelated site-packages/policies is never picked up.
-    repo = here.parents[2]
+    repo = here.parents[3]  # kaudit/check/policy/builtin.py -> the checkout
     if (repo / "pyproject.toml").is_file():
         dirs.append(repo / "policies")
     return dirs
