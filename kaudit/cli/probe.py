@@ -141,7 +141,8 @@ def probe(
     if ctx.invoked_subcommand is not None:
         return ExitCode.OK  # `kaudit probe matrix ...`: the subcommand runs instead
     from kaudit.probe.faults import parse_fault, parse_fault_at
-    from kaudit.probe.runner import ProbeSettings, run_probe
+    from kaudit.probe.model import ProbeSettings
+    from kaudit.probe.runner import run_probe
     from kaudit.report.probe import PROBE, probe_document
 
     if existing and not topic:
@@ -234,7 +235,7 @@ def matrix(
     """Run the probe over a grid of settings and print one verdict table."""
     from kaudit.probe.faults import parse_fault_at
     from kaudit.probe.matrix import build_grid, parse_list, run_matrix
-    from kaudit.probe.runner import ProbeSettings
+    from kaudit.probe.model import ProbeSettings
     from kaudit.report.matrix import MATRIX
 
     cells = build_grid(

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.probe.faults import FaultSpec, parse_fault
-from kaudit.probe.runner import ProbeReport, ProbeSettings, run_probe
+from kaudit.probe.model import ProbeReport, ProbeSettings
+from kaudit.probe.runner import run_probe
 
 PAUSE_REQUEST_TIMEOUT_MS = "1000"
 

@@ -70,15 +70,11 @@ from types import MappingProxyType
 from typing import Any
 
 from kaudit.probe.ledger import NO_OFFSET, Ledger, SendOutcome
+from kaudit.probe.outcomes import CLASSES, COUNTS, OutcomeCounts
 from kaudit.probe.payload import RUN_ID_BYTES, ProbeRecord
 
 EXPECTATIONS = ("at-most-once", "at-least-once", "exactly-once")
 """Accepted ``--expect`` values (``None`` means no expectation)."""
-
-CLASSES = ("lost", "consumer_missed", "duplicated", "reordered", "inconsistent_offsets",
-           "aborted_visible", "failed_present", "indeterminate_present",
-           "indeterminate_absent", "unexpected")
-"""Sample classes, in report order."""
 
 # flag bits, one byte per sequence
 _SEEN1 = 1  # seen in pass 1
@@ -113,26 +109,10 @@ class Sample:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionSummary:
+class PartitionSummary(OutcomeCounts):
     """One partition's counts. Offsets are ``None`` when there is none."""
 
     partition: int
-    sent: int
-    acked: int
-    failed: int
-    indeterminate: int
-    aborted: int
-    lost: int
-    consumer_missed: int
-    duplicated: int
-    duplicate_copies: int
-    reordered: int
-    inconsistent_offsets: int
-    aborted_visible: int
-    failed_present: int
-    indeterminate_present: int
-    indeterminate_absent: int
-    unexpected: int
     first_offset: int | None
     """Lowest acknowledged offset."""
     last_offset: int | None
@@ -143,30 +123,14 @@ class PartitionSummary:
     """Highest offset at which pass 1 saw a message of this run."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
+        """JSON-ready form: ``partition`` first, then the counts and the offsets."""
+        return {"partition": self.partition, **asdict(self)}
 
 
 @dataclass(frozen=True)
-class Verification:
+class Verification(OutcomeCounts):
     """The verifier's findings over the whole run (see the module docstring)."""
 
-    sent: int
-    acked: int
-    failed: int
-    indeterminate: int
-    aborted: int
-    lost: int
-    consumer_missed: int
-    duplicated: int
-    duplicate_copies: int
-    reordered: int
-    inconsistent_offsets: int
-    aborted_visible: int
-    failed_present: int
-    indeterminate_present: int
-    indeterminate_absent: int
-    unexpected: int
     foreign: int
     """Observations carrying another run id (ignored)."""
     redelivered: int
@@ -223,13 +187,8 @@ class Verification:
 
     def to_dict(self) -> dict[str, Any]:
         """Counts, ``partitions`` and ``samples`` in JSON-ready form (contract names)."""
-        out: dict[str, Any] = {
-            name: getattr(self, name) for name in (
-                "sent", "acked", "failed", "indeterminate", "aborted", "lost",
-                "consumer_missed", "duplicated", "duplicate_copies", "reordered",
-                "inconsistent_offsets", "aborted_visible", "failed_present",
-                "indeterminate_present", "indeterminate_absent", "unexpected", "foreign",
-                "redelivered")}
+        out: dict[str, Any] = {name: getattr(self, name)
+                               for name in (*COUNTS, "foreign", "redelivered")}
         out["passes"] = list(self.passes)
         out["partitions"] = [p.to_dict() for p in self.partitions]
         out["samples"] = {name: [s.to_dict() for s in self.samples.get(name, ())]
@@ -401,16 +360,8 @@ class Verifier:
         summaries = tuple(self._summary(p, tallies[p]) for p in range(self._n))
         totals = [sum(t[i] for t in tallies) for i in range(n_classes)]
         totals[_UNEXPECTED] += self._unexpected_elsewhere
-        counts = self._ledger.counts()
         return Verification(
-            sent=counts["sent"], acked=counts["acked"], failed=counts["failed"],
-            indeterminate=counts["indeterminate"] + counts["pending"],
-            aborted=counts["aborted"],
-            lost=totals[_LOST], consumer_missed=totals[_MISSED], duplicated=totals[_DUP],
-            duplicate_copies=totals[_COPIES], reordered=totals[_REORD],
-            inconsistent_offsets=totals[_INCONS], aborted_visible=totals[_ABORTED_VIS],
-            failed_present=totals[_FAILED_PRES], indeterminate_present=totals[_INDET_PRES],
-            indeterminate_absent=totals[_INDET_ABS], unexpected=totals[_UNEXPECTED],
+            **_counts(self._ledger.counts(), totals),
             foreign=self._foreign, redelivered=self._redelivered, passes=tuple(self._done),
             partitions=summaries, samples=MappingProxyType(samples))
 
@@ -511,22 +462,22 @@ class Verifier:
         return out
 
     def _summary(self, p: int, tally: list[int]) -> PartitionSummary:
-        counts = self._ledger.partition_counts(p)
         first, last = self._ledger.first_acked_offset(p), self._ledger.last_acked_offset(p)
         first_seen, last_seen = self._first1[p], self._last1[p]
         return PartitionSummary(
-            partition=p, sent=counts["sent"], acked=counts["acked"], failed=counts["failed"],
-            indeterminate=counts["indeterminate"] + counts["pending"],
-            aborted=counts["aborted"], lost=tally[_LOST], consumer_missed=tally[_MISSED],
-            duplicated=tally[_DUP], duplicate_copies=tally[_COPIES],
-            reordered=tally[_REORD], inconsistent_offsets=tally[_INCONS],
-            aborted_visible=tally[_ABORTED_VIS], failed_present=tally[_FAILED_PRES],
-            indeterminate_present=tally[_INDET_PRES],
-            indeterminate_absent=tally[_INDET_ABS], unexpected=tally[_UNEXPECTED],
+            **_counts(self._ledger.partition_counts(p), tally), partition=p,
             first_offset=None if first < 0 else first,
             last_offset=None if last < 0 else last,
             first_seen_offset=None if first_seen < 0 else first_seen,
             last_seen_offset=None if last_seen < 0 else last_seen)
+
+
+def _counts(sends: dict[str, int], tally: list[int]) -> dict[str, int]:
+    """The :class:`OutcomeCounts` of the ledger's ``sends`` counts and a class tally."""
+    return {"sent": sends["sent"], "acked": sends["acked"], "failed": sends["failed"],
+            "indeterminate": sends["indeterminate"] + sends["pending"],
+            "aborted": sends["aborted"], "duplicate_copies": tally[_COPIES],
+            **{name: tally[cls] for cls, name in enumerate(CLASSES)}}
 
 
 def _contains(sorted_values: list[int], value: int) -> bool:

@@ -7,11 +7,12 @@ from typing import Any
 from tabulate import tabulate
 
 from kaudit.probe.matrix import MatrixRow
+from kaudit.probe.outcomes import ANOMALIES, SEND_OUTCOMES
 from kaudit.report.base import Report, text_only
 
 SCHEMA = "kaudit.probe-matrix/v1"
-_COUNTS = ("sent", "acked", "failed", "indeterminate", "lost", "duplicated", "reordered",
-           "aborted_visible", "inconsistent_offsets")
+# The matrix never runs transactions: nothing is aborted on purpose.
+_COUNTS = (*(name for name in SEND_OUTCOMES if name != "aborted"), *ANOMALIES)
 
 
 def matrix_document(rows: list[MatrixRow]) -> dict[str, Any]:

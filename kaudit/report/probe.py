@@ -6,12 +6,12 @@ from typing import Any
 
 from tabulate import tabulate
 
-from kaudit.probe.runner import ProbeReport
+from kaudit.probe.model import ProbeReport
+from kaudit.probe.outcomes import SUMMARY_CLASSES
 from kaudit.report.base import Report, text_only
 
 SCHEMA = "kaudit.probe/v1"
-_CLASSES = ("lost", "duplicated", "reordered", "aborted_visible", "inconsistent_offsets",
-            "consumer_missed", "failed_present", "indeterminate_present", "unexpected")
+_CLASSES = SUMMARY_CLASSES
 
 
 def probe_document(report: ProbeReport) -> dict[str, Any]:

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from kaudit.probe.ledger import Ledger
+from kaudit.probe.outcomes import CLASSES
 from kaudit.probe.payload import ProbeRecord
-from kaudit.probe.verifier import CLASSES, Verification, Verifier
+from kaudit.probe.verifier import Verification, Verifier
 
 RUN = bytes(range(16))
 OTHER_RUN = bytes(range(1, 17))

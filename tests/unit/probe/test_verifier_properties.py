@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kaudit.probe.ledger import Ledger
+from kaudit.probe.outcomes import CLASSES
 from kaudit.probe.payload import ProbeRecord
-from kaudit.probe.verifier import CLASSES, Verification, Verifier
+from kaudit.probe.verifier import Verification, Verifier
 
 RUN = bytes(range(16))
 
