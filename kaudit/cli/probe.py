@@ -122,6 +122,9 @@ def probe(
     expect: Annotated[Expect | None, typer.Option(
         help="Semantics the run must show; exit 1 when it does not "
              "[default: fail on loss only].")] = None,
+    max_unavailable: Annotated[float | None, typer.Option(
+        min=0.0, metavar="SECONDS",
+        help="Exit 1 when writes were refused or unanswered for longer than this.")] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the probe topic afterwards.")
                     ] = False,
     plot: Annotated[str | None, typer.Option(
@@ -161,7 +164,8 @@ def probe(
         abort_ratio=abort_ratio, retries=retries, max_in_flight=max_in_flight,
         linger_ms=linger_ms, compression=compression, message_size=message_size, rate=rate,
         count=count, duration=duration, faults=faults, fault_at=parse_fault_at(fault_at),
-        fault_duration=fault_duration, expect=expect.value if expect else None, keep=keep,
+        fault_duration=fault_duration, expect=expect.value if expect else None,
+        max_unavailable=max_unavailable, keep=keep,
         lab_state_dir=lab_state_dir, e2e_latency=e2e_latency,
         producer_properties=parse_key_values(producer_property or [],
                                              "--producer-property"))

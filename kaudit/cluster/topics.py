@@ -6,6 +6,7 @@ kaudit never writes to a topic it was not told to write to: without
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -106,3 +107,19 @@ def partition_roles(session: AdminSession, topic: str, partition: int = 0
         if time.monotonic() >= deadline:
             raise session.unreachable(client.KafkaException(problem)) from None
         time.sleep(0.3)
+
+
+def wait_until_in_sync(session: AdminSession, wait_s: float, interrupted: threading.Event
+                       ) -> bool:
+    """Wait until every partition of every topic has all its replicas in sync: a healthy
+    cluster to start an experiment on. False after ``wait_s`` or when interrupted."""
+    deadline = time.monotonic() + wait_s
+    while not interrupted.is_set():
+        metadata = session.list_topics()
+        if all(len(p.isrs) == len(p.replicas)
+               for t in metadata.topics.values() for p in t.partitions.values()):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
+    return False

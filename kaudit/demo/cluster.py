@@ -3,8 +3,6 @@ for every replica to be back in sync."""
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from kaudit.demo.model import CONNECT_TIMEOUT_S, DemoTopic
@@ -41,21 +39,3 @@ def reset_topic_configs(session: Any, topic: DemoTopic) -> None:
     future = session.admin.incremental_alter_configs(
         [resource], request_timeout=session.settings.timeout)[resource]
     session.wait(future)
-
-
-def wait_until_in_sync(conn: ConnectionSettings, wait_s: float,
-                       interrupted: threading.Event) -> bool:
-    """Wait until every partition's ISR holds all its replicas; False after ``wait_s``."""
-    from kaudit.cluster.client import AdminSession
-
-    session = AdminSession(conn)
-    deadline = time.monotonic() + wait_s
-    while not interrupted.is_set():
-        metadata = session.list_topics()
-        if all(len(p.isrs) == len(p.replicas)
-               for t in metadata.topics.values() for p in t.partitions.values()):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(1.0)
-    return False

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kaudit.demo.cluster import lab_connection, reset_topic_configs, wait_until_in_sync
+from kaudit.demo.cluster import lab_connection, reset_topic_configs
 from kaudit.demo.model import (
     DEMO_DIR,
     DEMO_FAULT,
@@ -210,6 +210,8 @@ class Demo:
         """``kaudit probe matrix``: acks=1 and acks=all, each while the leader dies before
         its followers copy its writes (``lag-then-kill-leader``: the loss is made to
         happen, not hoped for)."""
+        from kaudit.cluster.client import AdminSession
+        from kaudit.cluster.topics import wait_until_in_sync
         from kaudit.probe.faults import parse_fault_at
         from kaudit.probe.matrix import build_grid, run_matrix
         from kaudit.probe.model import ProbeSettings
@@ -227,7 +229,7 @@ class Demo:
         for n, cell in enumerate(cells, 1):
             # Each configuration starts on a healthy cluster: the broker the previous
             # one killed is back and every replica is in sync again.
-            if not wait_until_in_sync(conn, SETTLE_WAIT_S, self.interrupted):
+            if not wait_until_in_sync(AdminSession(conn), SETTLE_WAIT_S, self.interrupted):
                 self.say(f"some replicas are still out of sync after {SETTLE_WAIT_S:g}s; "
                          "going on")
             self.say(f"[{n}/{len(cells)}] {cell.label()}")

@@ -5,10 +5,21 @@ leader of partition 0), ``stop-leader`` (SIGTERM, a controlled shutdown),
 ``pause-leader`` / ``pause-follower`` (SIGSTOP, resumed at heal time: a frozen
 broker keeps its connections open, so requests time out instead of failing
 fast), ``kill-broker:ID``, ``bounce-leader:N`` (kill the current leader,
-restart it, chase the next one, N times) and ``lag-then-kill-leader:SECONDS``
-(see :data:`LAG_THEN_KILL_DEFAULT_S`). On any cluster: ``exec:'COMMAND'`` runs
-a command (a kubectl or systemctl call) and ``exec-heal:'COMMAND'`` the command
-that undoes it.
+restart it, chase the next one, N times), and the deterministic schedules that make a
+failure happen rather than hope for it:
+
+- ``lag-then-kill-leader[:SECONDS]``: freeze partition 0's in-sync followers, let the
+  leader write alone, kill it, resume them (see :data:`LAG_THEN_KILL_DEFAULT_S`);
+- ``shrink-isr-then-kill-leader[:SECONDS]``: kill the followers and wait until the ISR is
+  the leader alone, let it write alone for SECONDS, kill it and restart one stale follower
+  (see :data:`SHRINK_WRITE_DEFAULT_S`);
+- ``lose-responses[:SECONDS]``: freeze the in-sync followers for SECONDS so acks=all
+  requests time out after the leader appended them (see :data:`LOSE_RESPONSES_DEFAULT_S`);
+- ``restart-producer``: a new producer session takes over mid-run and re-sends what the old
+  one had not seen acknowledged (see :class:`ProducerRestart`).
+
+On any cluster: ``exec:'COMMAND'`` runs a command (a kubectl or systemctl call) and
+``exec-heal:'COMMAND'`` the command that undoes it.
 
 The probe keeps its run open until every fault has been injected and healed (see
 :meth:`FaultInjector.under_way`), so a fault schedule longer than the sends still
@@ -17,6 +28,7 @@ runs to its end instead of being cut short by chance.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import subprocess
@@ -30,7 +42,8 @@ from kaudit.errors import InputError
 from kaudit.probe.monitor import EventLog
 
 LAB_FAULTS = ("kill-leader", "stop-leader", "pause-leader", "pause-follower", "kill-broker",
-              "bounce-leader", "lag-then-kill-leader")
+              "bounce-leader", "lag-then-kill-leader", "shrink-isr-then-kill-leader",
+              "lose-responses", "restart-producer")
 EXEC_TIMEOUT_S = 120
 LAG_THEN_KILL_DEFAULT_S = 3.0
 """``lag-then-kill-leader``: how long partition 0's in-sync followers are frozen before its
@@ -42,6 +55,24 @@ lost every time; with acks=all none was acknowledged."""
 LAG_THEN_KILL_MAX_S = 8.0
 """Above this the frozen followers could be fenced (9 s broker session by default) and leave
 the ISR, and the leader would come back with every write: the loss would not happen."""
+SHRINK_WRITE_DEFAULT_S = 3.0
+"""``shrink-isr-then-kill-leader``: how long the leader, alone in the ISR, takes writes before
+it is killed. With min.insync.replicas=1 acks=all writes are acknowledged by the leader
+alone meanwhile; with 2 they are refused (NOT_ENOUGH_REPLICAS)."""
+SHRINK_WRITE_MAX_S = 30.0
+SHRINK_WAIT_S = 60.0
+"""How long the ISR may take to shrink to the leader (a killed follower leaves it once its
+broker session expires, ``broker.session.timeout.ms``: 9 s by default)."""
+LOSE_RESPONSES_DEFAULT_S = 4.0
+"""``lose-responses``: how long the in-sync followers are frozen. Longer than the producer's
+``request.timeout.ms`` (the probe sets 1000 ms for this fault unless told otherwise), so the
+leader answers REQUEST_TIMED_OUT for batches it has appended and the producer re-sends them;
+shorter than the broker session, so the followers stay in the ISR and commit every copy."""
+RESTART_FREEZE_S = 2.0
+"""``restart-producer`` without transactions: how long partition 0's followers are frozen
+before the old session is dropped, so that it has batches the leader appended and never
+acknowledged (acks=all waits for the followers)."""
+LOSE_RESPONSES_REQUEST_TIMEOUT_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -65,6 +96,14 @@ class FaultSpec:
         return f"{self.kind}:{self.argument}" if self.argument else self.kind
 
 
+_SECONDS_FAULTS = {
+    "lag-then-kill-leader": (LAG_THEN_KILL_DEFAULT_S, LAG_THEN_KILL_MAX_S),
+    "shrink-isr-then-kill-leader": (SHRINK_WRITE_DEFAULT_S, SHRINK_WRITE_MAX_S),
+    "lose-responses": (LOSE_RESPONSES_DEFAULT_S, LAG_THEN_KILL_MAX_S),
+}
+"""Faults with an optional SECONDS argument: its default and its largest value."""
+
+
 def parse_fault(text: str) -> FaultSpec:
     """Parse ``kill-leader``, ``kill-broker:2``, ``bounce-leader:3``, ``exec:'cmd'``..."""
     kind, sep, arg = text.partition(":")
@@ -76,15 +115,16 @@ def parse_fault(text: str) -> FaultSpec:
         if not command:
             raise InputError(f"--fault {kind}: needs a command, e.g. {kind}:'systemctl stop kafka'")
         return FaultSpec(kind, command)
-    if kind == "lag-then-kill-leader":
-        seconds = arg.strip() if sep else str(LAG_THEN_KILL_DEFAULT_S)
+    if kind in _SECONDS_FAULTS:
+        default, most = _SECONDS_FAULTS[kind]
+        seconds = arg.strip() if sep else str(default)
         try:
             value = float(seconds)
         except ValueError:
             value = -1.0
-        if not 0 < value <= LAG_THEN_KILL_MAX_S:
+        if not 0 < value <= most:
             raise InputError(f"--fault {text!r}: expected seconds above 0 and at most "
-                             f"{LAG_THEN_KILL_MAX_S:g}, e.g. lag-then-kill-leader:3")
+                             f"{most:g}, e.g. {kind}:{default:g}")
         return FaultSpec(kind, f"{value:g}")
     if kind in ("kill-broker", "bounce-leader"):
         if not sep or not arg.strip().isdigit():
@@ -94,7 +134,8 @@ def parse_fault(text: str) -> FaultSpec:
     if kind in LAB_FAULTS and not sep:
         return FaultSpec(kind)
     choices = ", ".join([*LAB_FAULTS[:4], "kill-broker:ID", "bounce-leader:N",
-                         "lag-then-kill-leader[:SECONDS]", "exec:'CMD'", "exec-heal:'CMD'"])
+                         *(f"{k}[:SECONDS]" for k in _SECONDS_FAULTS), "restart-producer",
+                         "exec:'CMD'", "exec-heal:'CMD'"])
     raise InputError(f"--fault {text!r} is not a fault ({choices})")
 
 
@@ -139,15 +180,41 @@ class LabControl:
         lab_resume(self.state_dir, brokers, wait_s=120)
 
 
+class ProducerRestart:
+    """``restart-producer``: the hand-off between the fault injector and the send loop.
+
+    The injector asks (:attr:`requested`); the send loop drops its producer session as a
+    crash would (it purges what is queued and in flight; a transactional one first lets its
+    open transaction's writes reach the log and never commits it) and says so
+    (:attr:`dropped`); the injector undoes what it did to the cluster and lets the loop go on
+    (:attr:`resume`); the loop opens a new session, which re-sends what the old one had not
+    seen acknowledged (a transactional one: its whole open transaction, which the new
+    session's ``init_transactions`` fenced and aborted), and says so (:attr:`done`).
+    """
+
+    WAIT_S = 120.0
+
+    def __init__(self, ready: Callable[[], bool] = lambda: True) -> None:
+        self.ready = ready
+        """True once the old session has had a write acknowledged: it has a producer id
+        and its requests flow (before that, it may still be asking a broker for an id)."""
+        self.requested = threading.Event()
+        self.dropped = threading.Event()
+        self.resume = threading.Event()
+        self.done = threading.Event()
+
+
 class FaultInjector(threading.Thread):
     """Waits for the trigger, injects the faults, heals them after ``duration_s``."""
 
     def __init__(self, faults: list[FaultSpec], trigger: Callable[[], bool], duration_s: float,
                  log: EventLog, lab: LabControl | None,
-                 partition_roles: Callable[[], tuple[int, list[int]]]) -> None:
+                 partition_roles: Callable[[], tuple[int, list[int]]],
+                 restart: ProducerRestart | None = None, transactional: bool = False) -> None:
         super().__init__(name="kaudit-fault", daemon=True)
         self.faults, self.trigger, self.duration_s = faults, trigger, duration_s
         self.log, self.lab, self.partition_roles = log, lab, partition_roles
+        self.restart, self.transactional = restart, transactional
         self._cancel = threading.Event()
         self._injecting = threading.Event()
         self._done = threading.Event()
@@ -187,7 +254,9 @@ class FaultInjector(threading.Thread):
                 except Exception as exc:  # a fault that fails is reported, not fatal
                     self.errors.append(f"{fault.label()}: {exc}")
                     self.log.add("note", f"fault {fault.label()} failed: {exc}")
-            if not any(f.kind == "bounce-leader" for f in self.faults):
+            with self._heal_lock:
+                to_heal = bool(self._heals)
+            if to_heal and not any(f.kind == "bounce-leader" for f in self.faults):
                 self._cancel.wait(self.duration_s)
             self.heal()
         finally:
@@ -222,6 +291,22 @@ class FaultInjector(threading.Thread):
             return
         if fault.kind == "lag-then-kill-leader":
             self._lag_then_kill(lab, leader, followers, float(fault.argument or 0))
+            return
+        if fault.kind == "shrink-isr-then-kill-leader":
+            self._shrink_then_kill(lab, leader, followers, float(fault.argument or 0))
+            return
+        if fault.kind == "lose-responses":
+            frozen = self._freeze(lab, followers, "lose-responses")
+            try:
+                self.log.add("fault", f"SIGSTOP followers {_ids(frozen)} for "
+                                      f"{fault.argument}s: acks=all requests time out after "
+                                      "the leader appended them", 0)
+                time.sleep(float(fault.argument or 0))
+            finally:
+                self._resume(lab, frozen)
+            return
+        if fault.kind == "restart-producer":
+            self._restart_producer(lab, followers)
             return
         target, signal_name, verb = {
             "kill-leader": (leader, "KILL", "SIGKILL leader"),
@@ -259,6 +344,90 @@ class FaultInjector(threading.Thread):
                 for broker in frozen:
                     self.log.add("heal", f"broker {broker} resumed", 0)
 
+    def _freeze(self, lab: LabControl, followers: list[int], fault: str) -> list[int]:
+        if not followers:
+            raise InputError(f"{fault}: partition 0 has no in-sync follower")
+        frozen: list[int] = []
+        try:
+            for broker in followers:
+                lab.kill(broker, "STOP")
+                frozen.append(broker)
+        except BaseException:
+            self._resume(lab, frozen)
+            raise
+        return frozen
+
+    def _resume(self, lab: LabControl, frozen: list[int]) -> None:
+        # Resumed together and at once: a follower left frozen would be fenced.
+        if frozen:
+            lab.resume(frozen)
+            for broker in frozen:
+                self.log.add("heal", f"broker {broker} resumed", 0)
+
+    def _shrink_then_kill(self, lab: LabControl, leader: int, followers: list[int],
+                          seconds: float) -> None:
+        if not followers:
+            raise InputError("shrink-isr-then-kill-leader: partition 0 has no in-sync follower")
+        for broker in followers:
+            lab.kill(broker, "KILL")
+            self._add_heal(f"broker {broker} restarted", functools.partial(lab.start, broker))
+        self.log.add("fault", f"SIGKILL followers {_ids(followers)}", 0)
+        deadline = time.monotonic() + SHRINK_WAIT_S
+        while True:
+            now_leader, in_sync = self.partition_roles()
+            if now_leader == leader and not in_sync:
+                break
+            if now_leader != leader or time.monotonic() >= deadline:
+                raise RuntimeError(f"the ISR of partition 0 did not shrink to leader {leader} "
+                                   f"within {SHRINK_WAIT_S:g}s (leader {now_leader}, "
+                                   f"followers in sync {_ids(in_sync) or 'none'})")
+            time.sleep(0.2)
+        self.log.add("fault", f"the ISR of partition 0 is leader {leader} alone; it takes "
+                              f"writes alone for {seconds:g}s", 0)
+        time.sleep(seconds)
+        lab.kill(leader, "KILL")
+        self._add_heal(f"broker {leader} restarted", lambda: lab.start(leader), first=True)
+        self.log.add("fault", f"SIGKILL leader {leader}", 0)
+        stale = followers[0]
+        lab.start(stale)
+        with self._heal_lock:
+            self._heals = [h for h in self._heals if h[0] != f"broker {stale} restarted"]
+        self.log.add("fault", f"restarted stale follower {stale} (it lacks the writes the "
+                              "leader took alone): only an unclean election can make it "
+                              "leader", 0)
+
+    def _restart_producer(self, lab: LabControl | None, followers: list[int]) -> None:
+        restart = self.restart
+        if restart is None:
+            raise InputError("restart-producer: this run has no producer to restart")
+        frozen: list[int] = []
+        deadline = time.monotonic() + ProducerRestart.WAIT_S
+        while not restart.ready() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            if not self.transactional:
+                # acks=all waits for the followers: frozen, they leave the old session with
+                # batches the leader appended and never acknowledged.
+                if lab is None:
+                    raise InputError("restart-producer needs the lab (--lab-state-dir)")
+                frozen = self._freeze(lab, followers, "restart-producer")
+                self.log.add("fault", f"SIGSTOP followers {_ids(frozen)} for "
+                                      f"{RESTART_FREEZE_S:g}s", 0)
+                time.sleep(RESTART_FREEZE_S)
+            restart.requested.set()
+            if not restart.dropped.wait(ProducerRestart.WAIT_S):
+                raise RuntimeError("the send loop did not drop its producer session")
+            self.log.add("fault", "producer session dropped as a crash would: queued and "
+                                  "in-flight sends purged, no commit", 0)
+        finally:
+            if frozen:
+                assert lab is not None
+                self._resume(lab, frozen)
+            restart.resume.set()
+        if restart.done.wait(ProducerRestart.WAIT_S):
+            self.log.add("fault", "a new producer session re-sent what the old one had not "
+                                  "seen acknowledged", 0)
+
     def _exec(self, command: str, kind: str) -> None:
         proc = subprocess.run(shlex.split(command), capture_output=True, text=True,
                               timeout=EXEC_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -268,9 +437,12 @@ class FaultInjector(threading.Thread):
             raise RuntimeError(f"command exited {proc.returncode}")
 
     def _add_heal(self, label: str, action: Callable[[], None], *,
-                  announce: bool = True) -> None:
+                  announce: bool = True, first: bool = False) -> None:
         with self._heal_lock:
-            self._heals.append((label, action, announce))
+            if first:
+                self._heals.insert(0, (label, action, announce))
+            else:
+                self._heals.append((label, action, announce))
 
     def heal(self) -> None:
         """Undo every injected fault (idempotent: each heal runs once)."""
@@ -284,3 +456,7 @@ class FaultInjector(threading.Thread):
             except Exception as exc:
                 self.errors.append(f"heal {label}: {exc}")
                 self.log.add("note", f"heal failed: {label}: {exc}")
+
+
+def _ids(brokers: list[int]) -> str:
+    return ",".join(map(str, brokers))

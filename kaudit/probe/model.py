@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kaudit.probe.faults import FaultSpec
+from kaudit.probe.faults import LOSE_RESPONSES_REQUEST_TIMEOUT_MS, FaultSpec
 from kaudit.probe.latency import LatencyHistogram, Timeline
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.monitor import ProbeEvent
@@ -46,6 +46,8 @@ class ProbeSettings:
     keep: bool = False
     lab_state_dir: Path | None = None
     e2e_latency: bool = True
+    max_unavailable: float | None = None
+    """Fail the run when writes were refused or unanswered for longer than this (seconds)."""
     producer_properties: dict[str, str] = field(default_factory=dict)
     """Extra producer-only properties (e.g. request.timeout.ms for duplicate experiments)."""
 
@@ -61,6 +63,10 @@ class ProbeSettings:
                            ("linger.ms", self.linger_ms), ("compression.type", self.compression)):
             if value is not None:
                 conf[key] = value
+        if any(f.kind == "lose-responses" for f in self.faults):
+            # The fault times requests out on purpose: they must give up before the
+            # followers are resumed (see faults.LOSE_RESPONSES_DEFAULT_S).
+            conf["request.timeout.ms"] = LOSE_RESPONSES_REQUEST_TIMEOUT_MS
         conf.update(self.producer_properties)
         return conf
 
@@ -81,7 +87,8 @@ class ProbeSettings:
             "fault_at": (f"{self.fault_at[1] * 100:g}%" if self.fault_at[0] == "progress"
                          else f"{self.fault_at[1]:g}s") if self.faults else None,
             "fault_duration": self.fault_duration if self.faults else None,
-            "expect": self.expect, "existing_topic": self.existing,
+            "expect": self.expect, "max_unavailable": self.max_unavailable,
+            "existing_topic": self.existing,
             "producer_properties": dict(self.producer_properties),
         }
 
@@ -108,18 +115,70 @@ class ProbeReport:
     notes: list[str]
     live_verification: bool = False
     """Whether pass 1 was the live pass, read while producing (see :mod:`kaudit.probe.runner`)."""
+    read_then_lost: int | None = None
+    """Lost messages a reader had been shown while the run wrote (None: no such reader,
+    ``--no-e2e-latency``). Kafka promises 0: readers see only the high watermark."""
 
     @property
     def verdict(self) -> str:
-        """``pass`` or ``fail`` for the expected semantics."""
-        if not self.drain_complete:
-            return "fail"
-        return self.verification.verdict(self.settings.expect)
+        """``pass`` or ``fail`` for the expected semantics; ``inconclusive`` when nothing
+        was acknowledged: such a run has shown nothing about delivery."""
+        if self.inconclusive():
+            return "inconclusive"
+        return "fail" if self.violations() else "pass"
+
+    def inconclusive(self) -> bool:
+        """Whether no send was acknowledged (the verdict can then say nothing)."""
+        return self.verification.acked == 0
 
     def violations(self) -> list[str]:
-        """One line per reason the verdict is ``fail``."""
+        """One line per reason the verdict is not ``pass``."""
+        if self.inconclusive():
+            out = [f"inconclusive: none of {self.verification.sent} message(s) was "
+                   "acknowledged, so the run shows nothing about delivery"]
+            return out + self.permanent_errors()
         out = list(self.verification.violations(self.settings.expect))
         if not self.drain_complete:
             out.append("could not read every partition back past its last acknowledged offset")
+        if self.read_then_lost:
+            out.append(f"read_then_lost: {self.read_then_lost} message(s) a reader was shown "
+                       "were lost afterwards")
+        unavailable = self.timeline.summary()["unavailable_seconds"]
+        limit = self.settings.max_unavailable
+        if limit is not None and unavailable > limit:
+            out.append(f"unavailable: writes were refused or unanswered for {unavailable}s, "
+                       f"more than --max-unavailable {limit:g}s")
         return out
+
+    def permanent_errors(self) -> list[str]:
+        """Send errors no retry can fix, each with the setting that causes it."""
+        out = []
+        for name, count in sorted(self.send_errors.items()):
+            hint = PERMANENT_ERRORS.get(name.upper().lstrip("_"))
+            if hint:
+                out.append(f"{name} x{count}: permanent, "
+                           + hint.format(message_size=self.settings.message_size))
+        return out
+
+
+PERMANENT_ERRORS = {
+    "MSG_SIZE_TOO_LARGE": "a --message-size of {message_size} bytes is above the producer's "
+                          "message.max.bytes or the topic's max.message.bytes",
+    "MESSAGE_TOO_LARGE": "a --message-size of {message_size} bytes is above the topic's "
+                         "max.message.bytes",
+    "RECORD_LIST_TOO_LARGE": "a batch is above the topic's segment.bytes; lower "
+                             "--message-size ({message_size}) or batch.size",
+    "TOPIC_AUTHORIZATION_FAILED": "the principal has no WRITE permission on the topic",
+    "CLUSTER_AUTHORIZATION_FAILED": "idempotent writes need IDEMPOTENT_WRITE on the cluster "
+                                    "(or --no-idempotence)",
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": "--transactional needs WRITE on the "
+                                             "transactional id kaudit-probe-*",
+    "UNKNOWN_TOPIC_OR_PART": "the topic or partition does not exist on the brokers",
+    "UNKNOWN_TOPIC": "the topic does not exist",
+    "UNKNOWN_PARTITION": "the partition does not exist",
+    "UNSUPPORTED_COMPRESSION_TYPE": "the brokers do not accept --compression",
+    "INVALID_REQUIRED_ACKS": "the brokers do not accept this --acks value",
+    "POLICY_VIOLATION": "a broker policy rejects these writes",
+}
+"""Send errors no retry can fix (name without a leading underscore), with their cause."""
 

@@ -15,6 +15,7 @@ from typing import Any
 from kaudit.cluster import client
 from kaudit.cluster.client import ErrorCollector, kafka_message, new_producer
 from kaudit.connect.settings import ConnectionSettings
+from kaudit.probe.faults import ProducerRestart
 from kaudit.probe.latency import LatencyHistogram, Timeline, bucket_of_us
 from kaudit.probe.ledger import Ledger, SendOutcome, classify_error
 from kaudit.probe.model import DEFAULT_DELIVERY_TIMEOUT_MS, ProbeSettings
@@ -84,10 +85,12 @@ def produce_messages(conn: ConnectionSettings, settings: ProbeSettings, topic: s
                      partitions: list[int], run_id: bytes, ledger: Ledger,
                      progress: SendProgress, interrupted: threading.Event, log: EventLog,
                      notes: list[str], read: Callable[[], int] | None = None,
+                     restart: ProducerRestart | None = None,
                      ) -> tuple[LatencyHistogram, Timeline, float, dict[str, int]]:
     """Send until the run's count or duration is reached (or ``interrupted``), then wait
     for the last answers; return the ack latency, the timeline, the seconds spent sending
-    and the send errors by name. ``read`` takes one batch of the live read-back pass."""
+    and the send errors by name. ``read`` takes one batch of the live read-back pass;
+    ``restart`` asks for a new producer session mid-run (the ``restart-producer`` fault)."""
     collector = ErrorCollector()
     conf = settings.producer_config()
     if settings.transactional:
@@ -173,7 +176,48 @@ def produce_messages(conn: ConnectionSettings, settings: ProbeSettings, topic: s
     txn_index = 0
     txn_starts: dict[int, int] = {}
     aborts_done = 0.0
+    dropped: list[Any] = []  # old sessions: kept, never polled again, closed at the end
+
+    def new_session() -> None:
+        """Drop the producer as a crash would, then re-send with a new one (see
+        :class:`~kaudit.probe.faults.ProducerRestart`)."""
+        nonlocal producer, produce, poll, txn_open
+        assert restart is not None
+        if settings.transactional:
+            # The open transaction's writes reach the log; the commit never comes.
+            producer.flush(conn.timeout * 3)
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+        producer.poll(0)  # serve the purged sends' reports: they become indeterminate
+        dropped.append(producer)
+        restart.dropped.set()
+        restart.resume.wait(ProducerRestart.WAIT_S)
+        producer = new_producer(conn, collector, **conf)
+        produce, poll = producer.produce, producer.poll
+        if settings.transactional:
+            # Same transactional id: this fences the old session and aborts its open
+            # transaction, whose sends are all sent again in the new session's first one.
+            _init_transactions(producer, conn, collector)
+            producer.begin_transaction()
+            txn_open = True
+            again = [(p, seq) for p in partitions
+                     for seq in range(txn_starts[p], ledger.next_seq_peek(p))]
+        else:
+            again = [(p, seq) for p in partitions for seq in range(ledger.next_seq_peek(p))
+                     if ledger.outcome(p, seq) is not SendOutcome.acked]
+        for p, seq in again:
+            while True:
+                try:
+                    produce(topic, encode_value(seq, global_seq, time_ns()), None, p,
+                            headers=headers)
+                    break
+                except BufferError:
+                    poll(0.005)
+        log.add("note", f"new producer session re-sent {len(again)} message(s)")
+        restart.done.set()
+
     while not interrupted.is_set():
+        if restart is not None and restart.requested.is_set() and not restart.done.is_set():
+            new_session()
         if (count is not None and global_seq >= count) or (
                 global_seq % 256 == 0 and time.monotonic() >= deadline):
             if not progress.hold():
@@ -252,6 +296,7 @@ def produce_messages(conn: ConnectionSettings, settings: ProbeSettings, topic: s
     flush_acks()
     if remaining:
         notes.append(f"{remaining} message(s) still unanswered after the flush timeout")
+    dropped.clear()
     return histogram, timeline, produce_seconds, errors
 
 

@@ -187,7 +187,8 @@ def read_back(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
 
 
 class LatencyTail(threading.Thread):
-    """Reads the topic while the probe writes it, for end-to-end latency only."""
+    """Reads the topic while the probe writes it, as a consumer application would: for
+    end-to-end latency, and to remember what a reader was shown (one byte per message)."""
 
     def __init__(self, conn: ConnectionSettings, topic: str, partitions: list[int],
                  start_offsets: dict[int, int], run_id: bytes) -> None:
@@ -195,7 +196,15 @@ class LatencyTail(threading.Thread):
         self.conn, self.topic, self.partitions = conn, topic, partitions
         self.start_offsets, self.run_id = start_offsets, run_id
         self.histogram = LatencyHistogram()
+        self.seen = [bytearray() for _ in range(max(partitions) + 1)]
+        """Per partition, 1 at each sequence this reader was shown."""
         self._stopping = threading.Event()
+
+    def read_then_lost(self, verifier: Verifier) -> int:
+        """Messages this reader was shown that the log then lost (a consumer only ever
+        sees writes below the high watermark, which every in-sync replica has)."""
+        return sum(1 for p, seen in enumerate(self.seen)
+                   for seq in verifier.lost_sequences(p) if seq < len(seen) and seen[seq])
 
     def run(self) -> None:
         consumer = new_consumer(self.conn, None, **{
@@ -210,6 +219,10 @@ class LatencyTail(threading.Thread):
                         record = decode(msg.value())
                         if record is not None and record.run_id == self.run_id:
                             self.histogram.record((time.time_ns() - record.sent_ns) / 1e6)
+                            seen, seq = self.seen[msg.partition()], record.partition_seq
+                            if seq >= len(seen):
+                                seen.extend(bytes(seq + 1 - len(seen) + 4096))
+                            seen[seq] = 1
         finally:
             consumer.close()
 

@@ -36,7 +36,7 @@ from kaudit.cluster.topics import (
 )
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
-from kaudit.probe.faults import FaultInjector, LabControl
+from kaudit.probe.faults import FaultInjector, LabControl, ProducerRestart
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.monitor import EventLog, LeaderMonitor
@@ -92,10 +92,13 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
     try:
         tracker = SendProgress(settings, progress)
         injector = None
+        restart = (ProducerRestart(lambda: ledger.partition_counts(0)["acked"] > 0)
+                   if any(f.kind == "restart-producer" for f in settings.faults) else None)
         if settings.faults:
             injector = FaultInjector(list(settings.faults), tracker.trigger,
                                      settings.fault_duration, log, lab,
-                                     lambda: partition_roles(session, name))
+                                     lambda: partition_roles(session, name), restart,
+                                     settings.transactional)
             tracker.hold = injector.under_way
             injector.start()
         tail = (LatencyTail(conn, name, partitions, start_offsets, run_id)
@@ -113,7 +116,8 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
         try:
             produced = produce_messages(conn, settings, name, partitions, run_id, ledger,
                                         tracker, interrupted, log, notes,
-                                        live.step if live is not None else None)
+                                        live.step if live is not None else None,
+                                        restart)
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -156,6 +160,7 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
         if tail:
             tail.stop()
         verification = verifier.result()
+        read_then_lost = tail.read_then_lost(verifier) if tail else None
     finally:
         if live is not None:
             live.close()
@@ -171,7 +176,7 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
         events=log.events(), produce_seconds=produce_seconds,
         total_seconds=time.monotonic() - started, send_errors=send_errors,
         drain_complete=drain_complete, interrupted=interrupted.is_set(), topic_deleted=deleted,
-        notes=notes, live_verification=live_kept)
+        notes=notes, live_verification=live_kept, read_then_lost=read_then_lost)
 
 
 def _replace(settings: ProbeSettings, **changes: Any) -> ProbeSettings:

@@ -205,6 +205,7 @@ class Verifier:
         if samples < 0:
             raise ValueError("samples must be >= 0")
         self._ledger = ledger
+        self._lost: dict[int, list[int]] = {}
         self._run_id = bytes(run_id)
         self._samples = samples
         n = ledger.partitions
@@ -349,6 +350,7 @@ class Verifier:
     def result(self) -> Verification:
         """Classify every send. May be called more than once (it is idempotent)."""
         n_classes = len(CLASSES) + 1
+        self._lost = {}
         tallies: list[list[int]] = []
         picks: dict[int, list[tuple[int, int]]] = {c: [] for c in range(len(CLASSES))}
         for p in range(self._n):
@@ -364,6 +366,10 @@ class Verifier:
             **_counts(self._ledger.counts(), totals),
             foreign=self._foreign, redelivered=self._redelivered, passes=tuple(self._done),
             partitions=summaries, samples=MappingProxyType(samples))
+
+    def lost_sequences(self, partition: int) -> list[int]:
+        """The lost sequences of ``partition``, as of the last :meth:`result`."""
+        return list(self._lost.get(partition, ()))
 
     def _classify_partition(self, p: int, tally: list[int],
                             picks: dict[int, list[tuple[int, int]]]) -> None:
@@ -411,6 +417,7 @@ class Verifier:
             elif result == SendOutcome.acked:
                 if not seen:
                     hits.append(_LOST)
+                    self._lost.setdefault(p, []).append(seq)
                 elif not seen1:
                     hits.append(_MISSED)
                 acked_at = offsets[seq]

@@ -39,6 +39,7 @@ def probe_document(report: ProbeReport) -> dict[str, Any]:
         "indeterminate_present": v.indeterminate_present,
         "indeterminate_absent": v.indeterminate_absent,
         "unexpected": v.unexpected,
+        "read_then_lost": report.read_then_lost,
         "send_errors": dict(sorted(report.send_errors.items())),
         "latency_ms": report.ack_latency.summary(),
         "e2e_latency_ms": report.e2e_latency.summary() if report.e2e_latency else None,
