@@ -194,10 +194,7 @@ class ProducerRestart:
 
     WAIT_S = 120.0
 
-    def __init__(self, ready: Callable[[], bool] = lambda: True) -> None:
-        self.ready = ready
-        """True once the old session has had a write acknowledged: it has a producer id
-        and its requests flow (before that, it may still be asking a broker for an id)."""
+    def __init__(self) -> None:
         self.requested = threading.Event()
         self.dropped = threading.Event()
         self.resume = threading.Event()
@@ -401,9 +398,6 @@ class FaultInjector(threading.Thread):
         if restart is None:
             raise InputError("restart-producer: this run has no producer to restart")
         frozen: list[int] = []
-        deadline = time.monotonic() + ProducerRestart.WAIT_S
-        while not restart.ready() and time.monotonic() < deadline:
-            time.sleep(0.05)
         try:
             if not self.transactional:
                 # acks=all waits for the followers: frozen, they leave the old session with

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import wait_until_in_sync
@@ -159,11 +160,11 @@ class ProofRow:
     confirmed: bool
 
 
-def base_settings(lab_state_dir: object, count: int, rate: float) -> ProbeSettings:
+def base_settings(lab_state_dir: Path | None, count: int, rate: float) -> ProbeSettings:
     """The settings every run of the proof shares: one partition, three replicas."""
     return ProbeSettings(partitions=1, replication_factor=3, min_insync_replicas=2,
                          count=count, rate=rate, fault_at=("progress", 0.3),
-                         fault_duration=3.0, lab_state_dir=lab_state_dir,  # type: ignore
+                         fault_duration=3.0, lab_state_dir=lab_state_dir,
                          e2e_latency=False)
 
 

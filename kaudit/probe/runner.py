@@ -92,10 +92,18 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
     try:
         tracker = SendProgress(settings, progress)
         injector = None
-        restart = (ProducerRestart(lambda: ledger.partition_counts(0)["acked"] > 0)
+        restart = (ProducerRestart()
                    if any(f.kind == "restart-producer" for f in settings.faults) else None)
         if settings.faults:
-            injector = FaultInjector(list(settings.faults), tracker.trigger,
+            # A fault waits for the first acknowledged write to partition 0 too: before it,
+            # a run measures the producer's start-up (a producer id, metadata), not the
+            # fault, and a schedule would meet writes that had not begun.
+            first = 0 if 0 in partitions else partitions[0]
+
+            def trigger() -> bool:
+                return tracker.trigger() and ledger.partition_counts(first)["acked"] > 0
+
+            injector = FaultInjector(list(settings.faults), trigger,
                                      settings.fault_duration, log, lab,
                                      lambda: partition_roles(session, name), restart,
                                      settings.transactional)

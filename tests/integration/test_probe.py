@@ -324,25 +324,49 @@ def test_ctrl_c_still_verifies_reports_cleans_up_and_exits_130(lab: Lab) -> None
     assert_topic_gone(lab, doc["topic"])
 
 
-def test_matrix_pause_follower_duplicates_only_without_idempotence(lab: Lab,
-                                                                restore_brokers: None) -> None:
-    def matrix(*args: str) -> dict[tuple[str, bool, str], dict[str, Any]]:
-        result = run_kaudit("probe", "matrix", "-b", lab.bootstrap, "--lab-state-dir",
-                            lab.state_dir, "--format", "json", *args, timeout=900)
-        assert result.code == 0, result.stderr
-        return {(r["acks"], r["idempotence"], r["fault"]): r
-                for r in json.loads(result.stdout)["rows"]}
+def test_matrix_prints_one_row_per_configuration(lab: Lab) -> None:
+    # What each configuration loses or duplicates under a fault is `probe prove`'s to show
+    # (below); this is the grid itself: one row per cell, each with its run.
+    result = run_kaudit("probe", "matrix", "-b", lab.bootstrap, "--format", "json",
+                        "--acks", "1,all", "--idempotence", "off", "--fault", "none",
+                        "--count", "2000", timeout=300)
+    assert result.code == 0, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert [(r["acks"], r["idempotence"], r["fault"]) for r in rows] == [
+        ("1", False, None), ("all", False, None)]
+    assert all(r["sent"] == r["acked"] == 2000 and r["lost"] == 0 and r["trials"] == 1
+               for r in rows)
 
-    # (acks=1 losing writes under lag-then-kill-leader, and acks=all not, is the demo's
-    # matrix: tests/integration/test_demo.py.)
-    # A frozen follower makes acks=all requests time out (the matrix runs pause faults with
-    # a 1 s request timeout, the freeze lasts 4 s): the producer retries what the leader
-    # already holds, so only without idempotence do the retries duplicate.
-    rows = matrix("--acks", "all", "--idempotence", "off,on", "--min-insync-replicas", "2",
-                  "--fault", "pause-follower", "--count", "40000", "--fault-duration", "4",
-                  # A steady stream, as in the demo: the freeze must find requests in flight.
-                  "--rate", "10000")
-    assert len(rows) == 2
-    assert all(r["lost"] == 0 for r in rows.values())
-    assert rows[("all", False, "pause-follower")]["duplicated"] > 0
-    assert rows[("all", True, "pause-follower")]["duplicated"] == 0
+
+def test_a_run_with_nothing_acknowledged_is_inconclusive(lab: Lab) -> None:
+    code, doc, stderr = probe(lab, "--message-size", "1048576", "--count", "50")
+    assert code == 1, stderr
+    assert (doc["acked"], doc["verdict"]) == (0, "inconclusive")
+    assert doc["send_errors"] == {"MSG_SIZE_TOO_LARGE": 50}
+    assert doc["violations"][1].startswith("MSG_SIZE_TOO_LARGE x50: permanent, a "
+                                           "--message-size of 1048576 bytes")
+
+
+def test_prove_confirms_every_claim_every_run(lab: Lab, restore_brokers: None) -> None:
+    result = run_kaudit("probe", "prove", "-b", lab.bootstrap, "--lab-state-dir",
+                        lab.state_dir, "--format", "json", timeout=900)
+    doc = json.loads(result.stdout)
+    unconfirmed = [(r["claim"], r["observed"]) for r in doc["rows"]
+                   if r["verdict"] != "CONFIRMED"]
+    assert result.code == 0 and not unconfirmed, (unconfirmed, result.stderr)
+    assert len(doc["rows"]) == 11 and doc["verdict"] == "confirmed"
+    runs = doc["runs"]
+    # Each schedule's outcome, as it happens on every run (no trials to hope for it):
+    assert runs["acks0"]["lost"] > 0
+    assert runs["acks1"]["lost"] > 0 and runs["acks1"]["read_then_lost"] == 0
+    assert runs["acksall"]["lost"] == 0
+    assert runs["isr1-unclean"]["lost"] > 0
+    details = [e["detail"] for e in runs["isr1-unclean"]["events"]]
+    assert any(d.startswith("restarted stale follower") for d in details), details
+    assert runs["isr1-clean"]["lost"] == 0 and runs["isr1-clean"]["unavailable_seconds"] > 0
+    assert runs["retries"]["duplicated"] > 0
+    assert runs["idempotent"]["duplicated"] == 0 and runs["idempotent"]["reordered"] == 0
+    assert runs["idempotent-restart"]["duplicated"] > 0
+    assert runs["txn-restart"]["duplicated"] == 0 and runs["txn-restart"]["lost"] == 0
+    assert runs["txn-aborts"]["aborted"] > 0 and runs["txn-aborts"]["aborted_visible"] == 0
+    assert all(run["acked"] > 0 for run in runs.values())

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, cast
 
 import pytest
 
 from kaudit.errors import InputError
-from kaudit.probe.faults import FaultInjector, LabControl, parse_fault
+from kaudit.probe.faults import FaultInjector, LabControl, ProducerRestart, parse_fault
 from kaudit.probe.monitor import EventLog
 
 
@@ -137,3 +138,99 @@ def test_the_run_is_held_from_the_trigger_before_the_injector_notices_it() -> No
     assert injector.under_way()  # triggered, not injected yet: the run must wait for it
     injector.run()
     assert not injector.under_way()
+
+
+def test_shrink_isr_then_kill_leader_waits_for_the_isr_to_shrink_then_restarts_a_stale_one(
+        ) -> None:
+    lab = OrderLab()
+    log = EventLog(time.monotonic())
+    # What metadata says after the followers were killed: still in the ISR for a while.
+    roles = iter([(1, [2, 3]), (1, [2, 3]), (1, [3]), (1, [])])
+    injector = FaultInjector([parse_fault("shrink-isr-then-kill-leader:0.1")], lambda: True,
+                             0.0, log, cast(LabControl, cast(Any, lab)), lambda: next(roles))
+    lab.injector = injector
+    injector.run()
+    # The stale follower 2 is started by the schedule itself; the heals bring back the
+    # leader first (with unclean election off it is the only one with every write), then 3.
+    assert [(c[0], c[1]) for c in lab.calls] == [("KILL", 2), ("KILL", 3), ("KILL", 1),
+                                                ("start", 2), ("start", 1), ("start", 3)]
+    assert all(held for _, _, held in lab.calls)
+    assert [(e.kind, e.detail) for e in log.events()][:3] == [
+        ("fault", "SIGKILL followers 2,3"),
+        ("fault", "the ISR of partition 0 is leader 1 alone; it takes writes alone for 0.1s"),
+        ("fault", "SIGKILL leader 1"),
+    ]
+
+
+def test_lose_responses_freezes_the_followers_for_its_seconds_and_kills_nothing() -> None:
+    lab = OrderLab()
+    log = EventLog(time.monotonic())
+    injector = FaultInjector([parse_fault("lose-responses:0.2")], lambda: True, 60.0, log,
+                             cast(LabControl, cast(Any, lab)), lambda: (1, [2, 3]))
+    lab.injector = injector
+    started = time.monotonic()
+    injector.run()
+    # Nothing is left to heal, so --fault-duration (60 s here) is not waited out.
+    assert time.monotonic() - started < 30
+    assert [(c[0], c[1]) for c in lab.calls] == [("STOP", 2), ("STOP", 3), ("resume", (2, 3))]
+
+
+def _send_loop(restart: ProducerRestart, seen: list[str]) -> threading.Thread:
+    """Plays the send loop's part of the hand-off."""
+    def run() -> None:
+        assert restart.requested.wait(10)
+        seen.append("dropped")
+        restart.dropped.set()
+        assert restart.resume.wait(10)
+        seen.append("new session")
+        restart.done.set()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_restart_producer_drops_the_session_while_the_followers_are_frozen() -> None:
+    lab = OrderLab()
+    log = EventLog(time.monotonic())
+    restart = ProducerRestart()
+    seen: list[str] = []
+    injector = FaultInjector([parse_fault("restart-producer")], lambda: True, 0.0, log,
+                             cast(LabControl, cast(Any, lab)), lambda: (1, [2, 3]), restart)
+    loop = _send_loop(restart, seen)
+    injector.run()
+    loop.join(10)
+    # Frozen before the drop (the old session has appended, unacknowledged batches),
+    # resumed before the new session starts.
+    assert [(c[0], c[1]) for c in lab.calls] == [("STOP", 2), ("STOP", 3), ("resume", (2, 3))]
+    assert seen == ["dropped", "new session"]
+    assert [e.detail for e in log.events() if e.kind == "fault"][-1] == (
+        "a new producer session re-sent what the old one had not seen acknowledged")
+
+
+def test_restart_producer_with_transactions_needs_no_freeze() -> None:
+    lab = OrderLab()
+    restart = ProducerRestart()
+    seen: list[str] = []
+    injector = FaultInjector([parse_fault("restart-producer")], lambda: True, 0.0,
+                             EventLog(time.monotonic()), cast(LabControl, cast(Any, lab)),
+                             lambda: (1, [2, 3]), restart, transactional=True)
+    loop = _send_loop(restart, seen)
+    injector.run()
+    loop.join(10)
+    assert lab.calls == []
+    assert seen == ["dropped", "new session"]
+
+
+@pytest.mark.parametrize("text,argument", [
+    ("shrink-isr-then-kill-leader", "3"), ("shrink-isr-then-kill-leader:10", "10"),
+    ("lose-responses", "4"), ("lose-responses:2.5", "2.5"), ("restart-producer", None)])
+def test_new_schedules_parse(text: str, argument: str | None) -> None:
+    assert parse_fault(text).argument == argument
+    assert parse_fault(text).needs_lab
+
+
+@pytest.mark.parametrize("bad", ["lose-responses:9", "lose-responses:0",
+                                 "shrink-isr-then-kill-leader:31", "restart-producer:2"])
+def test_new_schedules_refuse_bad_seconds(bad: str) -> None:
+    with pytest.raises(InputError):
+        parse_fault(bad)

@@ -1,0 +1,72 @@
+"""Render ``kaudit probe prove``: one row per claim, and ``kaudit.prove/v1`` JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tabulate import tabulate
+
+from kaudit.probe.model import ProbeReport
+from kaudit.probe.prove import ProofRow
+from kaudit.report.base import Report, text_only
+
+SCHEMA = "kaudit.prove/v1"
+
+
+@dataclass(frozen=True)
+class Proof:
+    """The rows of a proof and the probe runs they read."""
+
+    rows: list[ProofRow]
+    reports: dict[str, ProbeReport]
+    seconds: float
+
+    @property
+    def verdict(self) -> str:
+        """``confirmed`` when every claim was confirmed."""
+        return "confirmed" if self.rows and all(r.confirmed for r in self.rows) else "not confirmed"
+
+
+def _verdict(row: ProofRow) -> str:
+    return "CONFIRMED" if row.confirmed else "NOT CONFIRMED"
+
+
+def prove_document(proof: Proof) -> dict[str, Any]:
+    """The ``kaudit.prove/v1`` document: every claim with its evidence, every run."""
+    return {
+        "schema": SCHEMA,
+        "seconds": round(proof.seconds, 1),
+        "rows": [{"claim": r.claim.claim, "settings": r.settings, "schedule": r.schedule,
+                  "expected": r.claim.expected, "observed": r.observed,
+                  "runs": list(r.claim.experiments), "verdict": _verdict(r)}
+                 for r in proof.rows],
+        "runs": {name: {"run_id": rep.run_id, "topic": rep.topic,
+                        "settings": rep.settings.describe(),
+                        **{k: getattr(rep.verification, k) for k in (
+                            "sent", "acked", "failed", "indeterminate", "aborted", "lost",
+                            "duplicated", "reordered", "aborted_visible")},
+                        "read_then_lost": rep.read_then_lost,
+                        "unavailable_seconds": rep.timeline.summary()["unavailable_seconds"],
+                        "events": [{"at_s": e.at_s, "kind": e.kind, "detail": e.detail,
+                                    "partition": e.partition} for e in rep.events],
+                        "verdict": rep.verdict}
+                 for name, rep in proof.reports.items()},
+        "verdict": proof.verdict,
+    }
+
+
+def prove_table(proof: Proof) -> str:
+    """One line per claim: settings, schedule, expected and observed, verdict."""
+    table = tabulate([(r.claim.claim, r.settings, r.schedule, r.claim.expected, r.observed,
+                       _verdict(r)) for r in proof.rows],
+                     headers=["claim", "settings", "schedule", "expected", "observed",
+                              "verdict"], maxcolwidths=[34, 30, 20, 24, 30, None])
+    confirmed = sum(r.confirmed for r in proof.rows)
+    return (f"{table}\n\n{confirmed} of {len(proof.rows)} claims confirmed in "
+            f"{proof.seconds:.0f}s\n")
+
+
+PROVE: Report[Proof] = Report(name="probe prove", schema=SCHEMA, document=prove_document,
+                              renderers={"table": text_only(prove_table)})
+"""The ``kaudit probe prove`` report."""

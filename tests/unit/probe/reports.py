@@ -1,0 +1,55 @@
+"""Probe reports built from a real ledger and verifier, for tests of what is judged on them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kaudit.probe.latency import LatencyHistogram, Timeline
+from kaudit.probe.ledger import Ledger
+from kaudit.probe.model import ProbeReport, ProbeSettings
+from kaudit.probe.verifier import Verifier
+
+RUN_ID = bytes(range(16))
+
+
+def probe_report(*, acked: int = 10, lost: int = 0, duplicated: int = 0, failed: int = 0,
+                 errors: dict[str, int] | None = None, unavailable_s: int = 0,
+                 read_then_lost: int | None = None,
+                 settings: ProbeSettings | None = None) -> ProbeReport:
+    """A one-partition run: ``acked`` acked sends of which ``lost`` were never read and
+    ``duplicated`` read twice, then ``failed`` refused ones; ``unavailable_s`` seconds in
+    which sends got no answer."""
+    ledger = Ledger(1)
+    for seq in range(acked + failed):
+        ledger.next_seq(0)
+        if seq < acked:
+            ledger.acked(0, seq, seq)
+        else:
+            ledger.failed(0, seq, "MSG_SIZE_TOO_LARGE")
+    ledger.finish()
+    verifier = Verifier(ledger, RUN_ID)
+    offset = 0
+    for seq in range(lost, acked):
+        verifier.observe_sequence(0, seq, seq, 1)
+        offset = seq
+    for n, seq in enumerate(range(lost, lost + duplicated)):
+        verifier.observe_sequence(0, offset + 1 + n, seq, 1)
+    verifier.pass_done(1)
+    timeline = Timeline()
+    timeline.send(0, acked + failed)
+    timeline.ack(0, 1.0)
+    for second in range(1, unavailable_s + 1):
+        timeline.send(second, 1)
+    for second in range(unavailable_s + 1, unavailable_s + 2):
+        timeline.ack(second, 1.0)
+    return ProbeReport(
+        run_id=RUN_ID.hex(), topic="t", settings=settings or ProbeSettings(),
+        verification=verifier.result(), ledger=ledger, ack_latency=LatencyHistogram(),
+        e2e_latency=None, timeline=timeline, events=[], produce_seconds=1.0,
+        total_seconds=1.0, send_errors=dict(errors or {}), drain_complete=True,
+        interrupted=False, topic_deleted=True, notes=[], read_then_lost=read_then_lost)
+
+
+def with_settings(report: ProbeReport, **changes: object) -> ProbeReport:
+    """The same report under other settings."""
+    return replace(report, settings=replace(report.settings, **changes))  # type: ignore[arg-type]
