@@ -11,9 +11,7 @@ from kaudit import __version__
 from kaudit.check.findings import CheckResult, Severity
 from kaudit.cli import options
 from kaudit.errors import ExitCode, InputError
-from kaudit.report.base import RenderOptions, render
-from kaudit.report.check import CHECK, CheckFormat
-from kaudit.report.output import choose_format, emit, use_color
+from kaudit.report.output import CheckFormat, choose_format, emit, use_color
 
 
 class FailOn(StrEnum):
@@ -70,6 +68,8 @@ def check(
     from kaudit.check.clients import load_client_config
     from kaudit.check.engine import evaluate
     from kaudit.check.policy.loader import load_policies
+    from kaudit.report.base import RenderOptions, render
+    from kaudit.report.check import CHECK
 
     if sum(bool(x) for x in (snapshot, manifests, paths)) > 1:
         raise InputError("give one of --snapshot, --manifests or PATH arguments "

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from kaudit.cli import options
-from kaudit.cluster.info import read_cluster_info
 from kaudit.errors import ExitCode
-from kaudit.report.base import render
-from kaudit.report.cluster import CLUSTER
 from kaudit.report.output import choose_format, emit
 
 
@@ -17,6 +14,10 @@ def cluster(
     output: options.Output = None,
 ) -> int:
     """Show cluster id, controller, brokers (id, host, rack) and topic count."""
+    from kaudit.cluster.info import read_cluster_info
+    from kaudit.report.base import render
+    from kaudit.report.cluster import CLUSTER
+
     settings = connection.settings()
     info = read_cluster_info(settings)
     emit(render(CLUSTER, info, choose_format(format)), output)

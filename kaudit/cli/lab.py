@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import contextlib
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kaudit.cli import options
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, LabStateError
-from kaudit.lab import manager
 from kaudit.lab.runtime import DEFAULT_KAFKA_VERSION, kafka_runtime
 from kaudit.lab.security import Security
-from kaudit.lab.state import LabState
-from kaudit.report.base import render
-from kaudit.report.lab import LAB_ENV, LAB_STATUS, LabStatus
 from kaudit.report.output import OutputFormat, choose_format, emit
+
+if TYPE_CHECKING:
+    from kaudit.lab.state import LabState
 
 app = typer.Typer(
     help="Run a real local Apache Kafka cluster (KRaft, loopback) to try kaudit on and "
@@ -85,6 +84,8 @@ def up(
 
     With --format json, print the lab's status document (as `lab status -f json`).
     """
+    from kaudit.lab import manager
+
     directory = options.state_dir(state_dir)
     extra = parse_key_values(broker_config or [], "--broker-config")
     state = manager.lab_up(
@@ -108,6 +109,9 @@ def up(
 def _emit_state(state: LabState, format: OutputFormat, output: str | None, plain: str,
                 purged: bool | None = None) -> None:
     """What a lab action prints: its plain line(s), or the lab's status document."""
+    from kaudit.report.base import render
+    from kaudit.report.lab import LAB_STATUS, LabStatus
+
     if format is OutputFormat.json:
         emit(render(LAB_STATUS, LabStatus(state, purged), "json"), output)
     elif plain or output:
@@ -119,6 +123,10 @@ def status(
     state_dir: options.StateDir = None, format: options.Format = None, output: options.Output = None
 ) -> int:
     """Show each node's pid, port and state, and the bootstrap servers."""
+    from kaudit.lab.state import LabState
+    from kaudit.report.base import render
+    from kaudit.report.lab import LAB_STATUS, LabStatus
+
     state = LabState.load(options.state_dir(state_dir))
     emit(render(LAB_STATUS, LabStatus(state), choose_format(format)), output)
     return ExitCode.OK
@@ -144,6 +152,9 @@ def kill(
 
     With --format json, print the lab's status document afterwards.
     """
+    from kaudit.lab import manager
+    from kaudit.lab.state import LabState
+
     directory = options.state_dir(state_dir)
     node = manager.lab_kill(directory, node_id, signal.value)
     verb = "paused" if signal is Signal.STOP else "stopped"
@@ -166,6 +177,9 @@ def start(
 
     With --format json, print the lab's status document afterwards.
     """
+    from kaudit.lab import manager
+    from kaudit.lab.state import LabState
+
     directory = options.state_dir(state_dir)
     node, done = manager.lab_start(directory, node_id, wait_s=wait)
     _say(f"{node.role} {node.id} {done}")
@@ -185,6 +199,9 @@ def down(
     With --format json, print the lab's status document as it was left (every node
     down), with "purged".
     """
+    from kaudit.lab import manager
+    from kaudit.lab.state import LabState
+
     directory = options.state_dir(state_dir)
     before = None
     if format is OutputFormat.json:
@@ -209,6 +226,10 @@ def env(
 
     With --format json, the same variables as a JSON object (null: unset it).
     """
+    from kaudit.lab.state import LabState
+    from kaudit.report.base import render
+    from kaudit.report.lab import LAB_ENV
+
     state = LabState.load(options.state_dir(state_dir))
     emit(render(LAB_ENV, state, format.value), output)
     return ExitCode.OK

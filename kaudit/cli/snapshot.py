@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from kaudit.cli import options
-from kaudit.cluster.reader import read_snapshot
 from kaudit.errors import ExitCode
-from kaudit.report.base import render
-from kaudit.report.cluster import SNAPSHOT
 from kaudit.report.output import emit
 
 
@@ -16,6 +13,10 @@ def snapshot(
     output: options.Output = None,
 ) -> int:
     """Write brokers, configs (with their sources), topics and partitions as JSON."""
+    from kaudit.cluster.reader import read_snapshot
+    from kaudit.report.base import render
+    from kaudit.report.cluster import SNAPSHOT
+
     settings = connection.settings()
     emit(render(SNAPSHOT, read_snapshot(settings), "json"), output)
     return ExitCode.OK

@@ -14,6 +14,7 @@ in one line instead of a bare timeout.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import threading
@@ -166,13 +167,14 @@ class AdminSession:
             f"{self.settings.timeout:g}s: {reason}"
         )
 
-    def wait(self, future: Any) -> Any:
-        """Wait for an admin future within the timeout, mapping failures to exit 3."""
+    def wait(self, future: Any, within: float | None = None) -> Any:
+        """Wait for an admin future within the timeout (or ``within`` seconds), mapping
+        failures to exit 3."""
         from concurrent.futures import TimeoutError as FutureTimeout
 
         from confluent_kafka import KafkaException
 
-        deadline = time.monotonic() + self.settings.timeout
+        deadline = time.monotonic() + (self.settings.timeout if within is None else within)
         while True:
             # Short slices: a wrong password or an untrusted certificate ends the wait at
             # once instead of after the whole timeout.
@@ -188,8 +190,27 @@ class AdminSession:
                 raise self.unreachable(exc) from None
 
     def describe_identity(self) -> tuple[str | None, int | None, tuple[Broker, ...]]:
-        """Cluster id, the controller clients are told about, and the brokers by id."""
-        described = self.wait(self.admin.describe_cluster(request_timeout=self.settings.timeout))
+        """Cluster id, the controller clients are told about, and the brokers by id.
+
+        librdkafka sends DescribeCluster to the broker its metadata names as controller;
+        for a few seconds after a broker crashes, a KRaft cluster may still name that one,
+        and the request would wait out the whole timeout. So each attempt is short, and a
+        failed one refreshes the metadata (which then names a live broker) and asks again.
+        """
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + self.settings.timeout
+        while True:
+            attempt = max(0.5, min(3.0, deadline - time.monotonic()))
+            try:
+                described = self.wait(self.admin.describe_cluster(request_timeout=attempt),
+                                      within=attempt + 1)
+                break
+            except ConnectionFailure:
+                if self.collector.fatal() or time.monotonic() >= deadline:
+                    raise
+                with contextlib.suppress(KafkaException):
+                    self.admin.list_topics(timeout=attempt)
         controller = described.controller
         controller_id = controller.id if controller is not None and controller.id >= 0 else None
         brokers = tuple(sorted((Broker(id=n.id, host=n.host, port=n.port, rack=n.rack)

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kaudit.errors import FileInputError, InputError
 
 CONTEXT_KEYS = ("bootstrap-server", "command-config", "properties", "timeout")
@@ -63,6 +61,8 @@ def load_context(name: str | None) -> Context | None:
         if name:
             raise InputError(f"context {name!r} requested but {path} does not exist")
         return None
+    import yaml  # here, not at the top: `kaudit --help` does not read YAML
+
     try:
         text = path.read_text(encoding="utf-8")
         root = yaml.compose(text)

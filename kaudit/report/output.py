@@ -25,6 +25,17 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+class CheckFormat(StrEnum):
+    """Values of ``kaudit check --format`` (declared here, with no formatter imported, so
+    that ``--help`` does not load them)."""
+
+    table = "table"
+    json = "json"
+    junit = "junit"
+    sarif = "sarif"
+    github = "github"
+
+
 def choose_format(explicit: str | None) -> str:
     """The ``--format`` to use: the one given, else ``table`` on a terminal and ``json``
     when stdout is piped (a script reads it)."""

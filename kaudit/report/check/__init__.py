@@ -9,7 +9,6 @@ redacted) and returns text; machine formats build on the record form in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 from types import MappingProxyType
 
 from kaudit.check.findings import CheckResult
@@ -20,17 +19,7 @@ from kaudit.report.check.junit import render_junit
 from kaudit.report.check.record import SCHEMA, check_document, redacted_result
 from kaudit.report.check.sarif import render_sarif
 from kaudit.report.check.table import render_table
-
-
-class CheckFormat(StrEnum):
-    """Values of ``kaudit check --format``."""
-
-    table = "table"
-    json = "json"
-    junit = "junit"
-    sarif = "sarif"
-    github = "github"
-
+from kaudit.report.output import CheckFormat
 
 CheckFormatter = Callable[[CheckResult, RenderOptions], str]
 """A formatter: the (redacted) result and the options in, the finished text out."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import PureWindowsPath
 from typing import Any
 from urllib.parse import quote
@@ -76,6 +77,20 @@ def _locations(f: FindingRecord) -> list[dict[str, Any]]:
     return [{"logicalLocations": [{"name": subject["name"], "kind": subject["kind"]}]}]
 
 
+FINGERPRINT_KEY = "kauditFinding/v1"
+"""The ``partialFingerprints`` key: a finding's identity, not where it was seen."""
+
+
+def fingerprint(f: FindingRecord) -> str:
+    """The same rule about the same subject (in the same file, when it came from one) gives
+    the same fingerprint from run to run, wherever the line moved: code scanning then
+    follows the finding instead of closing it and opening a new one."""
+    where = source_location(f["source"])
+    identity = "\0".join((f["rule"], f["subject"]["kind"], f["subject"]["name"],
+                          where.path if where is not None else ""))
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()
+
+
 def sarif_log(result: CheckResult, options: RenderOptions) -> dict[str, Any]:
     """The SARIF log as a dict (one run, one rule descriptor per evaluated rule)."""
     rules = rules_in_order(result)
@@ -88,6 +103,7 @@ def sarif_log(result: CheckResult, options: RenderOptions) -> dict[str, Any]:
             "level": _LEVEL[Severity(f["severity"])],
             "message": {"text": finding_text(f)},
             "locations": _locations(f),
+            "partialFingerprints": {FINGERPRINT_KEY: fingerprint(f)},
         }
         if f["waived_by"] is not None:
             item["suppressions"] = [{"kind": "external", "justification": f["waived_by"]}]

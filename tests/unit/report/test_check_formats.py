@@ -354,3 +354,25 @@ def test_any_text_keeps_every_format_valid(message: str, source: str | None) -> 
     # \x1e, \u2028 and others, which the runner does not).
     assert render(result, CheckFormat.github).count("\n") == 2
     render(result, CheckFormat.table)
+
+
+def test_sarif_fingerprints_follow_a_finding_not_its_line() -> None:
+    from kaudit.report.check.sarif import FINGERPRINT_KEY, sarif_log
+
+    def prints(result: CheckResult) -> list[str]:
+        log = sarif_log(result, base.RenderOptions(tool_version=TOOL_VERSION))
+        return [r["partialFingerprints"][FINGERPRINT_KEY] for r in log["runs"][0]["results"]]
+
+    def shifted(f: Finding) -> Finding:
+        if f.source and f.source.rsplit(":", 1)[-1].isdigit():
+            path, line = f.source.rsplit(":", 1)
+            return replace(f, source=f"{path}:{int(line) + 7}")
+        return f
+
+    before = prints(SAMPLE)
+    after = prints(replace(SAMPLE, findings=tuple(shifted(f) for f in SAMPLE.findings)))
+    assert any(f.source and f.source[-1].isdigit() for f in SAMPLE.findings)
+    assert before == after
+    # Distinct findings keep distinct identities.
+    keys = {(f.rule, f.subject, (f.source or "").rsplit(":", 1)[0]) for f in SAMPLE.findings}
+    assert len(set(before)) == len(keys)

@@ -1,0 +1,31 @@
+"""`kaudit --help` answers fast: it loads no Kafka client, Spark, table or plot library."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("confluent_kafka", "pyspark", "tabulate", "matplotlib", "yaml")
+
+_PROBE = """
+import json, sys
+from kaudit.cli.app import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = {heavy!r}
+print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}} & set(heavy))), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["check", "--help"], ["probe", "--help"],
+                                  ["reconcile", "--help"], ["lab", "--help"]], ids=" ".join)
+def test_help_loads_no_heavy_module(args: list[str]) -> None:
+    result = subprocess.run([sys.executable, "-c", _PROBE.format(heavy=HEAVY), *args],
+                            capture_output=True, text=True, timeout=60)
+    assert "Usage: kaudit" in result.stdout
+    assert json.loads(result.stderr.strip().splitlines()[-1]) == []
