@@ -11,7 +11,7 @@ from kaudit import __version__
 from kaudit.check.findings import CheckResult, Severity
 from kaudit.cli import options
 from kaudit.errors import ExitCode, InputError
-from kaudit.report.output import CheckFormat, choose_format, emit, use_color
+from kaudit.report.output import CheckFormat, choose_format, emit, table_width, use_color
 
 
 class FailOn(StrEnum):
@@ -61,6 +61,9 @@ def check(
         "--format", "-f", case_sensitive=False,
         help="Output format [default: table on a terminal, json otherwise].")] = None,
     output: options.Output = None,
+    wide: Annotated[bool, typer.Option(
+        "--wide", help="Tables in one column per field, however wide; by default they fit "
+                       "the terminal (COLUMNS, or 100 columns when not a terminal).")] = False,
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Audit topics, brokers and clients against policies; state each topic's guarantee."""
@@ -95,6 +98,7 @@ def check(
 
     result = evaluate(cluster_snapshot, policies, producers, consumers)
     fmt = choose_format(format)
-    emit(render(CHECK, result, fmt, RenderOptions(tool_version=__version__,
-                                                  color=use_color(fmt, output))), output)
+    emit(render(CHECK, result, fmt, RenderOptions(
+        tool_version=__version__, color=use_color(fmt, output),
+        width=None if wide else table_width(output))), output)
     return exit_code(result, fail_on, exit_zero)

@@ -184,7 +184,7 @@ class Demo:
         from kaudit.cluster.reader import read_snapshot
         from kaudit.report.base import RenderOptions, render
         from kaudit.report.check import CHECK
-        from kaudit.report.output import emit
+        from kaudit.report.output import emit, table_width
 
         result = evaluate(read_snapshot(conn), load_policies([str(policy)]), [], [])
         check_json = self.directory / "check.json"
@@ -195,7 +195,8 @@ class Demo:
         self.show("check: the findings, and the guarantee each topic really gives",
                   ["kaudit", "check", "--policy", str(policy)],
                   render(CHECK, result, "table",
-                         RenderOptions(tool_version=__version__, color=self.color)))
+                         RenderOptions(tool_version=__version__, color=self.color,
+                                       width=table_width())))
         counts = result.counts()
         unsound = sorted({f.subject.name for f in result.findings
                           if f.subject.kind is SubjectKind.topic

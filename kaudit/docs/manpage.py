@@ -51,6 +51,9 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("NO_COLOR",
      "When set (to anything), `kaudit check --format table` prints no colours. Colours are "
      "only ever used on a terminal."),
+    ("COLUMNS",
+     "The width `kaudit check --format table` fits (default: the terminal's, or 100 "
+     "columns when standard output is not a terminal); `--wide` ignores it."),
     ("CI",
      "Set by CI services. kaudit never shows progress indicators when it is set; machine "
      "output (json by default when standard output is not a terminal) is unaffected."),

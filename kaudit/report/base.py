@@ -26,6 +26,9 @@ class RenderOptions:
     tool_version: str = ""
     color: bool = False
     """Table only: ANSI colours (see :func:`~kaudit.report.output.use_color`)."""
+    width: int | None = None
+    """Table only: the terminal's width to fit (see :func:`~kaudit.report.output.
+    table_width`); None for the wide layout (``--wide``)."""
 
 
 Renderer = Callable[[Any, RenderOptions], str]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from enum import StrEnum
@@ -42,6 +43,21 @@ def choose_format(explicit: str | None) -> str:
     if explicit is not None:
         return str(explicit)
     return OutputFormat.table.value if sys.stdout.isatty() else OutputFormat.json.value
+
+
+NOT_A_TERMINAL_WIDTH = 100
+"""The width tables fit when stdout is not a terminal and ``COLUMNS`` is not set."""
+
+
+def table_width(output: str | None = None) -> int:
+    """The width a table must fit: ``COLUMNS``, else the terminal's, else 100 (a file, a
+    pipe, a CI log)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if not output and sys.stdout.isatty():
+        return shutil.get_terminal_size((NOT_A_TERMINAL_WIDTH, 24)).columns
+    return NOT_A_TERMINAL_WIDTH
 
 
 def use_color(fmt: str, output: str | None) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from tabulate import tabulate
 
 from kaudit.check.findings import CheckResult, Finding, Guarantee, Severity
@@ -56,15 +58,82 @@ def _tolerance(n: int) -> str:
     return "blocked" if n < 0 else str(n)
 
 
+LOSS_WARNING = "one broker failure can lose acknowledged writes"
+
+
+def _semantics(g: Guarantee) -> str:
+    # A topic alone allows at best what its settings allow; the producer decides the rest.
+    return g.semantics.value if g.producer is not None else f"best: {g.semantics.value}"
+
+
+def _why(g: Guarantee) -> str:
+    reasons = list(g.reasons)
+    if g.loss_tolerance == 0 and not any("lose acknowledged" in r for r in reasons):
+        reasons.append(LOSS_WARNING)
+    return "; ".join(reasons) or "-"
+
+
 def _guarantee_row(g: Guarantee) -> list[str]:
     return [
         g.topic,
         _dash(g.producer),
-        g.semantics.value,
+        _semantics(g),
         str(g.loss_tolerance),
         _tolerance(g.write_tolerance),
-        "; ".join(g.reasons) or "-",
+        _why(g),
     ]
+
+
+# --- the layout that fits a terminal: fewer columns, details on lines of their own --------
+
+_FLOOR = 24
+"""The message (or guarantee) column never gets narrower than this."""
+
+
+def _natural(rows: list[list[str]], headers: list[str]) -> list[int]:
+    return [max(len(line) for cell in [h, *(r[i] for r in rows)] for line in cell.split("\n"))
+            for i, h in enumerate(headers)]
+
+
+def _fit(rows: list[list[str]], headers: list[str], caps: list[int], width: int) -> list[int]:
+    """Column widths for a grid table ``width`` characters wide: each column its natural
+    width up to its cap, the last one what is left (at least :data:`_FLOOR`)."""
+    natural = _natural(rows, headers)
+    widths = [min(n, c) for n, c in zip(natural[:-1], caps, strict=True)]
+    rest = width - (3 * len(headers) + 1) - sum(widths)
+    return [*widths, max(_FLOOR, min(natural[-1], rest))]
+
+
+def _narrow_finding_row(f: Finding, color: bool) -> list[str]:
+    severity, _rule, _subject, message, expected, actual, source = _finding_row(f, color)
+    details = []
+    if f.expected is not None or f.actual is not None:
+        details.append(f"expected {expected}, actual {actual}")
+    if f.source:
+        details.append(f"source: {source}")
+    return [severity, f"{f.rule}\n{f.name}\n{f.subject.kind.value} {f.subject.name}",
+            "\n".join([message, *details])]
+
+
+def _narrow_guarantee_row(g: Guarantee) -> list[str]:
+    return [g.topic, _dash(g.producer),
+            f"{_semantics(g)}, loss tolerance {g.loss_tolerance}, write tolerance "
+            f"{_tolerance(g.write_tolerance)}\nwhy: {_why(g)}"]
+
+
+def _table(rows: list[list[str]], headers: list[str], widths: list[int],
+           width: int | None = None) -> str:
+    def draw(widths: list[int]) -> str:
+        return str(tabulate(rows, headers=headers, tablefmt=_TABLE_STYLE, maxcolwidths=widths,
+                            disable_numparse=True))
+
+    text = draw(widths)
+    if width is not None:
+        # tabulate pads short headers; take what it added off the last column.
+        over = max(len(line) for line in text.splitlines()) - width
+        if over > 0 and widths[-1] - over >= _FLOOR:
+            text = draw([*widths[:-1], widths[-1] - over])
+    return text
 
 
 def _sort_key(f: Finding) -> tuple[bool, int]:
@@ -82,9 +151,20 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
     header = f"kaudit check: {result.origin}"
     if result.cluster_id:
         header += f", cluster {result.cluster_id}"
-    lines = [f"{header}, policies: {policies}", ""]
+    heading = f"{header}, policies: {policies}"
+    if options.width is not None:
+        heading = textwrap.fill(heading, options.width, subsequent_indent="  ",
+                                break_on_hyphens=False)
+    lines = [heading, ""]
 
-    if result.findings:
+    narrow = options.width is not None
+    if result.findings and narrow:
+        assert options.width is not None
+        rows = [_narrow_finding_row(f, color) for f in sorted(result.findings, key=_sort_key)]
+        headers = ["severity", "rule / subject", "message"]
+        lines += ["Findings", _table(rows, headers, _fit(rows, headers, [9, 26],
+                                                         options.width), options.width)]
+    elif result.findings:
         rows = [_finding_row(f, color) for f in sorted(result.findings, key=_sort_key)]
         lines.append("Findings")
         lines.append(
@@ -100,7 +180,13 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
         lines.append("Findings: none")
     lines.append("")
 
-    if result.guarantees:
+    if result.guarantees and narrow:
+        assert options.width is not None
+        rows = [_narrow_guarantee_row(g) for g in result.guarantees]
+        headers = ["topic", "producer", "guarantee"]
+        lines += ["Guarantees", _table(rows, headers, _fit(rows, headers, [24, 20],
+                                                           options.width), options.width)]
+    elif result.guarantees:
         lines.append("Guarantees")
         lines.append(
             tabulate(

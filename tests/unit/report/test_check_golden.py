@@ -41,3 +41,14 @@ def test_golden(sample: CheckResult, fmt: CheckFormat) -> None:
         golden.write_bytes(rendered.encode("utf-8"))  # bytes: no newline translation
     assert golden.exists(), f"{golden} missing: run with KAUDIT_UPDATE_GOLDEN=1"
     assert rendered == golden.read_bytes().decode("utf-8")
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_golden_table_fits_the_terminal(sample: CheckResult, width: int) -> None:
+    rendered = render(CHECK, sample, "table", RenderOptions(tool_version=TOOL_VERSION,
+                                                            width=width))
+    assert max(len(line) for line in rendered.splitlines()) <= width
+    path = GOLDEN_DIR / f"result.table.{width}.txt"
+    if UPDATE:
+        path.write_text(rendered, encoding="utf-8")
+    assert rendered == path.read_text(encoding="utf-8")
