@@ -62,6 +62,10 @@ def compose_text(text: str, path: str) -> Node | None:
         raise FileInputError(path, None, f"invalid YAML: {exc}") from None
     except RecursionError:
         raise FileInputError(path, None, "invalid YAML: nested too deeply") from None
+    except (OverflowError, ValueError) as exc:
+        # PyYAML's scanner turns an escape such as "\U7fffffff" into chr() unchecked.
+        raise FileInputError(path, None, f"invalid YAML: a bad escape sequence ({exc})"
+                             ) from None
 
 
 def read_text(path: str | Path) -> str:

@@ -13,7 +13,7 @@ import typer
 
 from kaudit.connect.settings import ConnectionSettings, resolve_connection
 from kaudit.lab.state import default_state_dir
-from kaudit.report.output import OutputFormat, output_problem
+from kaudit.report.output import OutputFormat, PageFormat, output_problem
 
 CONNECTION = "Connection"
 
@@ -73,6 +73,17 @@ Format = Annotated[
         "-f",
         case_sensitive=False,
         help="Output format [default: table on a terminal, json otherwise].",
+    ),
+]
+#: For the reports that also make a self-contained web page (probe, matrix, prove, reconcile).
+PageFormatOption = Annotated[
+    PageFormat | None,
+    typer.Option(
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="Output format; html is one page with the pictures in it [default: html for "
+             "-o FILE.html, table on a terminal, json otherwise].",
     ),
 ]
 #: For commands whose plain output is already what scripts read (the bootstrap line of

@@ -128,12 +128,11 @@ def probe(
     keep: Annotated[bool, typer.Option("--keep", help="Keep the probe topic afterwards.")
                     ] = False,
     plot: Annotated[str | None, typer.Option(
-        metavar="FILE.png", help="Draw the run's timeline (needs the plot extra: "
-                                 "pip install 'kaudit[plot]').")] = None,
+        metavar="FILE.png", help="Also draw the run's timeline as a PNG.")] = None,
     e2e_latency: Annotated[bool, typer.Option(
         "--e2e-latency/--no-e2e-latency",
         help="Read the topic while writing it, to measure end-to-end latency.")] = True,
-    format: options.Format = None,
+    format: options.PageFormatOption = None,
     output: options.Output = None,
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
@@ -176,7 +175,7 @@ def probe(
     conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         report = run_probe(conn, settings, interrupted, _progress_line())
-    emit(render(PROBE, report, choose_format(format)), output)
+    emit(render(PROBE, report, choose_format(format, output, html=True)), output)
     if plot:
         from kaudit.report.plot import plot_timeline
 
@@ -232,7 +231,7 @@ def matrix(
     lab_state_dir: Annotated[Path | None, typer.Option(
         metavar="DIR", help="State directory of the lab whose brokers faults signal.")
     ] = None,
-    format: options.Format = None,
+    format: options.PageFormatOption = None,
     output: options.Output = None,
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
@@ -259,7 +258,7 @@ def matrix(
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         rows = run_matrix(conn, base, cells, trials, interrupted,
                           lambda line: print(f"kaudit probe matrix: {line}", file=sys.stderr))
-    emit(render(MATRIX, rows, choose_format(format)), output)
+    emit(render(MATRIX, rows, choose_format(format, output, html=True)), output)
     if interrupted.is_set():
         return ExitCode.INTERRUPTED
     return ExitCode.OK
@@ -273,7 +272,7 @@ def prove(
     lab_state_dir: Annotated[Path | None, typer.Option(
         metavar="DIR", help="State directory of the lab whose brokers the schedules signal.")
     ] = None,
-    format: options.Format = None,
+    format: options.PageFormatOption = None,
     output: options.Output = None,
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
@@ -297,7 +296,7 @@ def prove(
                                   lambda line: print(f"kaudit probe prove: {line}",
                                                      file=sys.stderr))
     proof = Proof(rows, reports, time.monotonic() - started)
-    emit(render(PROVE, proof, choose_format(format)), output)
+    emit(render(PROVE, proof, choose_format(format, output, html=True)), output)
     if interrupted.is_set():
         return ExitCode.INTERRUPTED
     return ExitCode.OK if proof.verdict == "confirmed" else ExitCode.FINDINGS

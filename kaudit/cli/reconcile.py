@@ -103,7 +103,7 @@ def reconcile(
         metavar="JAR[,JAR]", help="Use these jars (Kafka connector, JDBC driver) instead "
                                   "of resolving them with mvn.")] = None,
     samples: Annotated[int, typer.Option(min=0, help="Samples shown per class.")] = 5,
-    format: options.Format = None,
+    format: options.PageFormatOption = None,
     output: options.Output = None,
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
@@ -126,7 +126,7 @@ def reconcile(
     if sys.stderr.isatty():
         print("kaudit reconcile: reading both sides with Spark...", file=sys.stderr)
     result = run_reconcile(conn, request)
-    emit(render(RECONCILE, result, choose_format(format)), output)
+    emit(render(RECONCILE, result, choose_format(format, output, html=True)), output)
     if result.counts.get("undecodable"):
         print(f"hint: {result.counts['undecodable']} record(s) could not be decoded (see the "
               "undecodable samples); name the fields' types with --schema if the sink's are "

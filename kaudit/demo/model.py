@@ -23,6 +23,8 @@ Say = Callable[[str], None]
 
 STEPS = 6
 DEMO_DIR = "demo"
+PROBE_PAGE = "probe-matrix.html"
+"""The probe matrix as one web page (tables and every run's timeline), in the demo's folder."""
 TOPIC_PREFIX = "kaudit-demo-"
 ORDERS_TOPIC = f"{TOPIC_PREFIX}orders"
 ORDER_COUNT = 1000

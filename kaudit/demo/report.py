@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kaudit.demo.model import DemoResult
+from kaudit.demo.model import PROBE_PAGE, DemoResult
 from kaudit.report.base import Report
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ def summary(result: DemoResult) -> str:
     lab = shlex.join(["--state-dir", str(result.state_dir)])
     lines = ["", f"== done in {result.seconds:.0f}s. Reports in {r.directory}:",
              f"  check        {r.check_json}  (SARIF: {r.check_sarif.name})",
-             f"  probe        {r.probe_json}"]
+             f"  probe        {r.probe_json}",
+             f"  probe page   {r.directory / PROBE_PAGE}  (open it in a browser)"]
     if r.probe_plot is not None:
         lines.append(f"  probe plot   {r.probe_plot}")
     lines.append(f"  reconcile    {r.reconcile_json}")
@@ -88,6 +89,7 @@ def demo_document(result: DemoResult) -> dict[str, Any]:
             "check": str(r.check_json), "check_sarif": str(r.check_sarif),
             "probe_matrix": str(r.probe_json),
             "probe_plot": str(r.probe_plot) if r.probe_plot is not None else None,
+            "probe_page": str(r.directory / PROBE_PAGE),
             "reconcile": str(r.reconcile_json), "sink": str(r.sink),
             "discrepancies": list(r.discrepancies),
         },

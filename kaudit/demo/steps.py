@@ -21,6 +21,7 @@ from kaudit.demo.model import (
     ORDER_COUNT,
     ORDERS_TOPIC,
     POLICY_YAML,
+    PROBE_PAGE,
     PRODUCER_PROPERTIES,
     SETTLE_WAIT_S,
     SINK_CHANGED,
@@ -239,6 +240,9 @@ class Demo:
                 raise KeyboardInterrupt
         probe_json = self.directory / "probe-matrix.json"
         emit(render(MATRIX, rows, "json"), str(probe_json))
+        # The page: the verdict table and each run's timeline, the acks=1 loss drawn at the
+        # seconds whose writes were lost.
+        emit(render(MATRIX, rows, "html"), str(self.directory / PROBE_PAGE))
         self.show("probe matrix: what each setting loses when the leader dies before its "
                   "followers have copied its writes",
                   ["kaudit", "probe", "matrix", "--acks", "1,all", "--idempotence", "off",
@@ -264,7 +268,7 @@ class Demo:
             have_matplotlib = False
         acks1 = next((r for r in rows if r.cell.acks == "1" and r.reports), None)
         if not have_matplotlib or acks1 is None:
-            self.say("no probe plot: pip install 'kaudit[plot]' to draw one")
+            self.say("no probe plot: matplotlib is not installed (pip install matplotlib)")
             return None
         path = self.directory / "probe-acks1-kill-leader.png"
         plot_timeline(probe_document(acks1.reports[0]), path)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -184,6 +185,10 @@ class Second:
     ack_latency_min_ms: float | None
     ack_latency_max_ms: float | None
     state: State
+    lost: int = 0
+    """Messages sent in this second that the verifier found lost."""
+    duplicated: int = 0
+    """Messages sent in this second that the log holds more than once."""
 
 
 class Window(NamedTuple):
@@ -206,6 +211,30 @@ class Timeline:
         self._indeterminate = array("q")
         self._lat_min = array("d")
         self._lat_max = array("d")
+        self._lost: dict[int, int] = {}
+        self._duplicated: dict[int, int] = {}
+        # (second, the next sequence of each partition when that second's sends began)
+        self._boundaries: list[tuple[int, dict[int, int]]] = []
+
+    def mark_sequences(self, second: int, next_seqs: dict[int, int]) -> None:
+        """The send loop entered ``second`` with these next sequences per partition: from
+        them :meth:`second_of` finds when any message was sent."""
+        self._boundaries.append((int(second), dict(next_seqs)))
+
+    def seconds_of(self, partition: int, seqs: list[int]) -> dict[int, int]:
+        """How many of ``seqs`` (of ``partition``) were first sent in each second."""
+        starts = [b.get(partition, 0) for _, b in self._boundaries]
+        seconds = [second for second, _ in self._boundaries]
+        out: dict[int, int] = {}
+        for seq in seqs:
+            i = bisect_right(starts, seq) - 1
+            second = seconds[i] if i >= 0 else 0
+            out[second] = out.get(second, 0) + 1
+        return out
+
+    def outcomes(self, lost: dict[int, int], duplicated: dict[int, int]) -> None:
+        """What became of each second's sends: lost and duplicated counts by second."""
+        self._lost, self._duplicated = dict(lost), dict(duplicated)
 
     def _slot(self, second: int) -> int:
         second = max(int(second), 0)  # a clock step backwards lands in the first second
@@ -273,7 +302,8 @@ class Timeline:
                 state = "idle"
             lo, hi = self._lat_min[i], self._lat_max[i]
             out.append(Second(i, sent, acked, failed, indeterminate, max(waiting, 0),
-                              lo if acked else None, hi if acked else None, state))
+                              lo if acked else None, hi if acked else None, state,
+                              self._lost.get(i, 0), self._duplicated.get(i, 0)))
             waiting += sent - acked - failed - indeterminate
         return out
 

@@ -236,10 +236,11 @@ def produce_messages(conn: ConnectionSettings, settings: ProbeSettings, topic: s
         seq = next_seq(partition)
         now = time_ns()
         second = (now - t0_ns) // 1_000_000_000
-        if second != send_second:
+        if second != send_second or global_seq == 0:
             if send_count:
                 timeline.send(send_second, send_count)
             send_second, send_count = second, 0
+            timeline.mark_sequences(second, {p: ledger.next_seq_peek(p) for p in partitions})
         value = encode_value(seq, global_seq, now)
         while True:
             try:

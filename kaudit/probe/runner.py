@@ -37,6 +37,7 @@ from kaudit.cluster.topics import (
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.probe.faults import FaultInjector, LabControl, ProducerRestart
+from kaudit.probe.latency import Timeline
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.monitor import EventLog, LeaderMonitor
@@ -169,6 +170,7 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
             tail.stop()
         verification = verifier.result()
         read_then_lost = tail.read_then_lost(verifier) if tail else None
+        _place_outcomes(timeline, verifier, partitions)
     finally:
         if live is not None:
             live.close()
@@ -192,3 +194,16 @@ def _replace(settings: ProbeSettings, **changes: Any) -> ProbeSettings:
 
     return replace(settings, **changes)
 
+
+
+def _place_outcomes(timeline: Timeline, verifier: Verifier, partitions: list[int]) -> None:
+    """Put each lost and duplicated message in the second it was sent (the timeline's
+    picture of where a fault hit)."""
+    lost: dict[int, int] = {}
+    duplicated: dict[int, int] = {}
+    for p in partitions:
+        for tally, seqs in ((lost, verifier.lost_sequences(p)),
+                            (duplicated, verifier.duplicated_sequences(p))):
+            for second, n in timeline.seconds_of(p, seqs).items():
+                tally[second] = tally.get(second, 0) + n
+    timeline.outcomes(lost, duplicated)

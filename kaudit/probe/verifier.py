@@ -206,6 +206,7 @@ class Verifier:
             raise ValueError("samples must be >= 0")
         self._ledger = ledger
         self._lost: dict[int, list[int]] = {}
+        self._duplicated: dict[int, list[int]] = {}
         self._run_id = bytes(run_id)
         self._samples = samples
         n = ledger.partitions
@@ -351,6 +352,7 @@ class Verifier:
         """Classify every send. May be called more than once (it is idempotent)."""
         n_classes = len(CLASSES) + 1
         self._lost = {}
+        self._duplicated = {}
         tallies: list[list[int]] = []
         picks: dict[int, list[tuple[int, int]]] = {c: [] for c in range(len(CLASSES))}
         for p in range(self._n):
@@ -370,6 +372,10 @@ class Verifier:
     def lost_sequences(self, partition: int) -> list[int]:
         """The lost sequences of ``partition``, as of the last :meth:`result`."""
         return list(self._lost.get(partition, ()))
+
+    def duplicated_sequences(self, partition: int) -> list[int]:
+        """The duplicated sequences of ``partition``, as of the last :meth:`result`."""
+        return list(self._duplicated.get(partition, ()))
 
     def _classify_partition(self, p: int, tally: list[int],
                             picks: dict[int, list[tuple[int, int]]]) -> None:
@@ -408,6 +414,7 @@ class Verifier:
             hits: list[int] = []
             if key & 128:
                 hits.append(_DUP)
+                self._duplicated.setdefault(p, []).append(seq)
                 tally[_COPIES] += counts[seq] - 1
             if flag & _REORDERED:
                 hits.append(_REORD)

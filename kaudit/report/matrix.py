@@ -49,7 +49,23 @@ def matrix_table(rows: list[MatrixRow]) -> str:
                                     "reordered", "unavailable s"]) + "\n"
 
 
+def matrix_html(rows: list[MatrixRow]) -> str:
+    """One page: the verdict table, then each run's timeline."""
+    from kaudit.report import html
+    from kaudit.report.probe import probe_document
+
+    runs = [(f"acks={r.cell.acks}, idempotence {'on' if r.cell.idempotence else 'off'}, "
+             f"min.isr={r.cell.min_insync_replicas}, "
+             f"fault {r.cell.fault.label() if r.cell.fault else 'none'}", rep)
+            for r in rows for rep in r.reports]
+    failing = any(rep.verdict != "pass" for _, rep in runs)
+    return html.page("kaudit probe matrix", "fail" if failing else "pass", matrix_table(rows),
+                     [(f"{label}: run {rep.run_id[:12]}, verdict {rep.verdict}",
+                       html.timeline(probe_document(rep), label)) for label, rep in runs])
+
+
 MATRIX: Report[list[MatrixRow]] = Report(name="probe matrix", schema=SCHEMA,
                                          document=matrix_document,
-                                         renderers={"table": text_only(matrix_table)})
+                                         renderers={"table": text_only(matrix_table),
+                                                    "html": text_only(matrix_html)})
 """The ``kaudit probe matrix`` report."""

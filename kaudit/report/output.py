@@ -26,6 +26,14 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+class PageFormat(StrEnum):
+    """Formats of the reports that also make a web page (probe, matrix, prove, reconcile)."""
+
+    table = "table"
+    json = "json"
+    html = "html"
+
+
 class CheckFormat(StrEnum):
     """Values of ``kaudit check --format`` (declared here, with no formatter imported, so
     that ``--help`` does not load them)."""
@@ -37,11 +45,15 @@ class CheckFormat(StrEnum):
     github = "github"
 
 
-def choose_format(explicit: str | None) -> str:
-    """The ``--format`` to use: the one given, else ``table`` on a terminal and ``json``
-    when stdout is piped (a script reads it)."""
+def choose_format(explicit: str | None, output: str | None = None, *,
+                  html: bool = False) -> str:
+    """The ``--format`` to use: the one given, else ``html`` for ``-o FILE.html`` (when the
+    report has a page), else ``table`` on a terminal and ``json`` when stdout is piped (a
+    script reads it)."""
     if explicit is not None:
         return str(explicit)
+    if html and output and output.lower().endswith((".html", ".htm")):
+        return PageFormat.html.value
     return OutputFormat.table.value if sys.stdout.isatty() else OutputFormat.json.value
 
 

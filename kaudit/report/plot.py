@@ -13,7 +13,7 @@ Unavailability windows are shaded in both panels; faults (red), heals (green) an
 changes (orange, dashed) are vertical lines with small labels, ISR changes faint dotted
 lines. The title carries the topic, the settings that decide delivery and the outcome.
 
-matplotlib is an optional extra (``pip install 'kaudit[plot]'``). It is imported only when a
+matplotlib is a dependency of kaudit (installed with it). It is imported only when a
 plot is drawn, with the headless Agg backend, so no other command pays for it.
 """
 
@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.transforms import Bbox
 
-__all__ = ["MISSING_MATPLOTLIB", "check_plot_target", "plot_timeline"]
+__all__ = ["MISSING_MATPLOTLIB", "check_plot_target", "plot_timeline", "timeline_png"]
 
-MISSING_MATPLOTLIB = "--plot needs matplotlib: pip install 'kaudit[plot]'"
+MISSING_MATPLOTLIB = "drawing needs matplotlib, which kaudit depends on: pip install matplotlib"
 
 _WIDTH_IN, _HEIGHT_IN, _DPI = 12.0, 7.0, 110
 _LOG_RATIO = 30.0
@@ -62,6 +62,8 @@ class _Second:
     indeterminate: int
     latency_ms: float | None
     state: str
+    lost: int = 0
+    duplicated: int = 0
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,11 @@ def plot_timeline(record: Mapping[str, Any], path: str | Path) -> None:
     """
     target = Path(path).expanduser()
     _check_target(target, str(path))
+    _write(target, str(path), timeline_png(record))
+
+
+def timeline_png(record: Mapping[str, Any]) -> bytes:
+    """The picture :func:`plot_timeline` draws, as PNG bytes (an HTML report embeds it)."""
     try:
         # The object API on the Agg canvas, never pyplot: headless whatever the default
         # backend, no global figure registry to leak into, no backend switch for the caller.
@@ -138,7 +145,7 @@ def plot_timeline(record: Mapping[str, Any], path: str | Path) -> None:
         buf = io.BytesIO()
         # No timestamp or version in the metadata: the same record gives the same bytes.
         fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
-    _write(target, str(path), buf.getvalue())
+    return buf.getvalue()
 
 
 # -- the record ------------------------------------------------------------------------------
@@ -182,6 +189,8 @@ def _seconds(record: Mapping[str, Any]) -> list[_Second]:
             indeterminate=_count(row.get("indeterminate", 0), "indeterminate"),
             latency_ms=None if latency is None else float(latency),
             state=str(row.get("state", "available")),
+            lost=_count(row.get("lost", 0), "lost"),
+            duplicated=_count(row.get("duplicated", 0), "duplicated"),
         ))
     return sorted(out, key=lambda s: s.second)
 
@@ -325,6 +334,12 @@ def _throughput(ax: Axes, seconds: list[_Second]) -> None:
         ax.bar(x, failed, width=0.8, color="#d32f2f", alpha=0.85, label="failed/s")
         ax.bar(x, indeterminate, width=0.8, bottom=failed, color="#8e24aa", alpha=0.85,
                label="indeterminate/s")
+    # What the verifier found, placed at the second each message was sent.
+    for name, colour, marker in (("lost", "#b71c1c", "X"), ("duplicated", "#ff8f00", "D")):
+        values = [getattr(s, name) for s in seconds]
+        if any(values):
+            ax.plot(x, values, color=colour, marker=marker, markersize=size + 1,
+                    linewidth=1.8, label=f"{name} (by send second)")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("messages / s")

@@ -52,6 +52,7 @@ def probe_document(report: ProbeReport) -> dict[str, Any]:
         "availability": report.timeline.summary(),
         "timeline": [{"second": x.second, "sent": x.sent, "acked": x.acked,
                       "failed": x.failed, "indeterminate": x.indeterminate,
+                      "lost": x.lost, "duplicated": x.duplicated,
                       "ack_latency_max_ms": x.ack_latency_max_ms, "state": x.state}
                      for x in report.timeline.seconds()],
         "partitions": [p.to_dict() for p in v.partitions],
@@ -113,6 +114,18 @@ def probe_table(report: ProbeReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def probe_html(report: ProbeReport) -> str:
+    """One page: the summary and the run's timeline."""
+    from kaudit.report import html
+
+    doc = probe_document(report)
+    return html.page(f"kaudit probe {doc['run_id'][:12]} on {doc['topic']}", doc["verdict"],
+                     probe_table(report),
+                     [("Timeline", html.timeline(doc, "messages and ack latency per second; "
+                                                      "faults and leader changes marked"))])
+
+
 PROBE: Report[ProbeReport] = Report(name="probe", schema=SCHEMA, document=probe_document,
-                                    renderers={"table": text_only(probe_table)})
+                                    renderers={"table": text_only(probe_table),
+                                               "html": text_only(probe_html)})
 """The ``kaudit probe`` report (``--plot`` draws the same document: :mod:`kaudit.report.plot`)."""

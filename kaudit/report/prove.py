@@ -67,6 +67,24 @@ def prove_table(proof: Proof) -> str:
             f"{proof.seconds:.0f}s\n")
 
 
+def prove_html(proof: Proof) -> str:
+    """One page: a verdict per claim, then each run's timeline."""
+    from kaudit.report import html
+    from kaudit.report.probe import probe_document
+
+    claims = html.table(["claim", "settings", "schedule", "expected", "observed", "verdict"],
+                        [(r.claim.claim, r.settings, r.schedule, r.claim.expected,
+                          r.observed, _verdict(r)) for r in proof.rows], verdict_column=5)
+    runs = [(f"run {name}: {', '.join(rep.settings.describe()['faults']) or 'no fault'}, "
+             f"verdict {rep.verdict}", html.timeline(probe_document(rep), name))
+            for name, rep in proof.reports.items()]
+    confirmed = sum(r.confirmed for r in proof.rows)
+    return html.page("kaudit probe prove", proof.verdict,
+                     f"{confirmed} of {len(proof.rows)} claims confirmed in "
+                     f"{proof.seconds:.0f}s", [("Claims", claims), *runs])
+
+
 PROVE: Report[Proof] = Report(name="probe prove", schema=SCHEMA, document=prove_document,
-                              renderers={"table": text_only(prove_table)})
+                              renderers={"table": text_only(prove_table),
+                                         "html": text_only(prove_html)})
 """The ``kaudit probe prove`` report."""

@@ -62,7 +62,22 @@ def reconcile_table(result: ReconcileResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def reconcile_html(result: ReconcileResult) -> str:
+    """One page: the summary, then counts per partition with each one's offset range."""
+    from kaudit.report import html
+
+    doc = reconcile_document(result)
+    classes = [c for c in CLASSES if doc["counts"].get(c)] or list(CLASSES[:1])
+    rows = [(p, *doc["source"]["offsets"].get(p, ["-", "-"]),
+             *(counts.get(c, 0) for c in classes)) for p, counts in doc["partitions"].items()]
+    return html.page(f"kaudit reconcile: {doc['source']['topic']} -> {doc['sink']['uri']}",
+                     doc["verdict"], reconcile_table(result),
+                     [("Per partition", html.table(["partition", "from offset", "to offset",
+                                                    *classes], rows))])
+
+
 RECONCILE: Report[ReconcileResult] = Report(name="reconcile", schema=SCHEMA,
                                             document=reconcile_document,
-                                            renderers={"table": text_only(reconcile_table)})
+                                            renderers={"table": text_only(reconcile_table),
+                                                       "html": text_only(reconcile_html)})
 """The ``kaudit reconcile`` report."""

@@ -124,8 +124,14 @@ def test_probe_matrix_acks_1_loses_writes_and_acks_all_none(demo: Run, lab: Lab)
     assert rows["all"]["lost"] == 0
     assert f"acks=1: {rows['1']['lost']:,} of" in demo.stdout
     plot = Path(lab.state_dir) / "demo" / "probe-acks1-kill-leader.png"
-    pytest.importorskip("matplotlib")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The page: the matrix and both runs' timelines, the acks=1 loss drawn in the seconds
+    # whose writes were lost (the timeline in the JSON says which seconds those are).
+    page = (Path(lab.state_dir) / "demo" / "probe-matrix.html").read_text(encoding="utf-8")
+    assert page.count('<img alt="') == 2 and page.count("data:image/png;base64,") == 2
+    acks1 = next(r for r in doc["rows"] if r["acks"] == "1")
+    assert acks1["runs"][0]["verdict"] == "fail"
+    assert "probe page" in demo.stdout
 
 
 def test_reconcile_finds_exactly_the_injected_faults(demo: Run, lab: Lab) -> None:

@@ -88,7 +88,7 @@ def test_json_is_one_document_with_the_reports_inside(stand_in: Path) -> None:
 def test_document_lists_every_report(tmp_path: Path) -> None:
     doc = demo_document(fake_result(tmp_path))
     assert set(doc["reports"]) == {"directory", "policy", "check", "check_sarif",
-                                   "probe_matrix", "probe_plot", "reconcile", "sink",
-                                   "discrepancies"}
+                                   "probe_matrix", "probe_plot", "probe_page", "reconcile",
+                                   "sink", "discrepancies"}
     assert doc["reports"]["discrepancies"] == [
         str(tmp_path / "demo" / "discrepancies" / "part-0.parquet")]

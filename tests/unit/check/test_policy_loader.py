@@ -202,3 +202,11 @@ def test_policy_docs_list_every_rule_and_threshold() -> None:
         assert f"| {rule.id} | {rule.name} | {rule.severity} |" in text, rule.id
     for name in THRESHOLD_NAMES:
         assert f"`{name}`" in text, name
+
+
+@pytest.mark.parametrize("escape", ["\\U7fffffff", "\\UFFFFFFFFFFFFFFFFFFFF"])
+def test_an_escape_beyond_unicode_is_one_yaml_error_line(escape: str) -> None:
+    # Found by tests/unit/check/test_policy_fuzz.py: PyYAML raised a bare ValueError or
+    # OverflowError for these, which reached the user as an internal error.
+    with pytest.raises(FileInputError, match="invalid YAML: a bad escape sequence"):
+        parse_policy(f'profiles:\n  p:\n    rules: "{escape}"\n', "policy.yaml")

@@ -61,7 +61,7 @@ def test_missing_matplotlib_is_an_input_error(monkeypatch: pytest.MonkeyPatch,
     assert str(err.value) == MISSING_MATPLOTLIB
     assert "\n" not in str(err.value)
     assert err.value.exit_code == ExitCode.USAGE
-    assert "pip install 'kaudit[plot]'" in str(err.value)
+    assert "pip install matplotlib" in str(err.value)
     assert _leftovers(tmp_path) == []
 
 
