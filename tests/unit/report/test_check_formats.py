@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -376,3 +377,21 @@ def test_sarif_fingerprints_follow_a_finding_not_its_line() -> None:
     # Distinct findings keep distinct identities.
     keys = {(f.rule, f.subject, (f.source or "").rsplit(":", 1)[0]) for f in SAMPLE.findings}
     assert len(set(before)) == len(keys)
+
+
+def test_sarif_matches_the_schema_of_what_kaudit_writes() -> None:
+    import jsonschema
+
+    from kaudit.report.check.sarif import sarif_log
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "data"
+                         / "sarif-2.1.0-kaudit.schema.json").read_text(encoding="utf-8"))
+    located = replace(SAMPLE, findings=tuple(
+        replace(f, source="manifests/topics.yaml:12:3") for f in SAMPLE.findings))
+    for result in (SAMPLE, located):
+        jsonschema.validate(sarif_log(result, base.RenderOptions(tool_version=TOOL_VERSION)),
+                            schema)
+    wrong = sarif_log(SAMPLE, base.RenderOptions(tool_version=TOOL_VERSION))
+    wrong["runs"][0]["results"][0]["level"] = "fatal"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(wrong, schema)
