@@ -167,6 +167,21 @@ class AdminSession:
             f"{self.settings.timeout:g}s: {reason}"
         )
 
+    def outcome(self, future: Any, within: float) -> Any:
+        """An admin future's result within ``within`` seconds, its KafkaException raised as
+        is (for callers that read the error's name). Bad credentials or an untrusted
+        certificate end the wait at once (exit 3), as in :meth:`wait`."""
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                return future.result(timeout=max(0.0, min(0.25, deadline - time.monotonic())))
+            except FutureTimeout:
+                self.admin.poll(0)  # serve error callbacks: they tell a fatal error
+                if self.collector.fatal() or time.monotonic() >= deadline:
+                    raise self.unreachable() from None
+
     def wait(self, future: Any, within: float | None = None) -> Any:
         """Wait for an admin future within the timeout (or ``within`` seconds), mapping
         failures to exit 3."""

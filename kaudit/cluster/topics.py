@@ -35,7 +35,7 @@ def topic_partitions(session: AdminSession, name: str) -> list[int] | None:
     future = session.admin.describe_topics(client.TopicCollection([name]),
                                            request_timeout=session.settings.timeout)[name]
     try:
-        description = future.result(timeout=session.settings.timeout + 5)
+        description = session.outcome(future, session.settings.timeout + 5)
     except client.KafkaException as exc:
         err = exc.args[0]
         if err.name() in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC"):
@@ -55,7 +55,7 @@ def create_probe_topic(session: AdminSession, spec: TopicSpec) -> None:
     future = session.admin.create_topics([new], operation_timeout=session.settings.timeout,
                                          request_timeout=session.settings.timeout)[spec.name]
     try:
-        future.result(timeout=session.settings.timeout + 5)
+        session.outcome(future, session.settings.timeout + 5)
     except client.KafkaException as exc:
         name = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else ""
         if name == "TOPIC_ALREADY_EXISTS":
