@@ -181,7 +181,7 @@ def produce_messages(conn: ConnectionSettings, settings: ProbeSettings, topic: s
     def new_session() -> None:
         """Drop the producer as a crash would, then re-send with a new one (see
         :class:`~kaudit.probe.faults.ProducerRestart`)."""
-        nonlocal producer, produce, poll, txn_open
+        nonlocal producer, produce, poll, txn_open, txn_starts
         assert restart is not None
         if settings.transactional:
             # The open transaction's writes reach the log; the commit never comes.
@@ -196,8 +196,13 @@ def produce_messages(conn: ConnectionSettings, settings: ProbeSettings, topic: s
         if settings.transactional:
             # Same transactional id: this fences the old session and aborts its open
             # transaction, whose sends are all sent again in the new session's first one.
+            # Between a commit and the next begin nothing is open: nothing to send again
+            # (the last transaction's start is stale then: re-sending it would duplicate a
+            # committed transaction).
             _init_transactions(producer, conn, collector)
             producer.begin_transaction()
+            if not txn_open:
+                txn_starts = {p: ledger.next_seq_peek(p) for p in partitions}
             txn_open = True
             again = [(p, seq) for p in partitions
                      for seq in range(txn_starts[p], ledger.next_seq_peek(p))]

@@ -370,3 +370,16 @@ def test_prove_confirms_every_claim_every_run(lab: Lab, restore_brokers: None) -
     assert runs["txn-restart"]["duplicated"] == 0 and runs["txn-restart"]["lost"] == 0
     assert runs["txn-aborts"]["aborted"] > 0 and runs["txn-aborts"]["aborted_visible"] == 0
     assert all(run["acked"] > 0 for run in runs.values())
+
+
+def test_restart_producer_between_two_transactions_resends_nothing_committed(
+        lab: Lab, restore_brokers: None) -> None:
+    # One message per transaction: the restart almost always lands between a commit and
+    # the next begin. The new session must not send the committed transaction again (a
+    # CI run of `probe prove` once found 500 duplicates: a whole committed transaction).
+    code, doc, stderr = probe(lab, "--transactional", "--txn-size", "1", "--count", "200",
+                              "--partitions", "1", "--fault", "restart-producer",
+                              "--fault-at", "30%", "--lab-state-dir", lab.state_dir)
+    assert code == 0, stderr + json.dumps(doc.get("violations"))
+    assert (doc["acked"], doc["lost"], doc["duplicated"]) == (200, 0, 0)
+    assert any("new producer session" in e["detail"] for e in doc["events"])
