@@ -169,27 +169,10 @@ class AdminSession:
 
     def outcome(self, future: Any, within: float) -> Any:
         """An admin future's result within ``within`` seconds, its KafkaException raised as
-        is (for callers that read the error's name). Bad credentials or an untrusted
-        certificate end the wait at once (exit 3), as in :meth:`wait`."""
+        is (for callers that read the error's name); a timeout is exit 3."""
         from concurrent.futures import TimeoutError as FutureTimeout
 
         deadline = time.monotonic() + within
-        while True:
-            try:
-                return future.result(timeout=max(0.0, min(0.25, deadline - time.monotonic())))
-            except FutureTimeout:
-                self.admin.poll(0)  # serve error callbacks: they tell a fatal error
-                if self.collector.fatal() or time.monotonic() >= deadline:
-                    raise self.unreachable() from None
-
-    def wait(self, future: Any, within: float | None = None) -> Any:
-        """Wait for an admin future within the timeout (or ``within`` seconds), mapping
-        failures to exit 3."""
-        from concurrent.futures import TimeoutError as FutureTimeout
-
-        from confluent_kafka import KafkaException
-
-        deadline = time.monotonic() + (self.settings.timeout if within is None else within)
         while True:
             # Short slices: a wrong password or an untrusted certificate ends the wait at
             # once instead of after the whole timeout.
@@ -198,11 +181,18 @@ class AdminSession:
                 self.admin.poll(0)  # hand queued librdkafka log lines to logging (-vv)
                 return result
             except FutureTimeout:
-                self.admin.poll(0)
+                self.admin.poll(0)  # serve error callbacks: they tell a fatal error
                 if self.collector.fatal() or time.monotonic() >= deadline:
                     raise self.unreachable() from None
-            except KafkaException as exc:
-                raise self.unreachable(exc) from None
+
+    def wait(self, future: Any, within: float | None = None) -> Any:
+        """:meth:`outcome` within the timeout (or ``within`` seconds), every failure exit 3."""
+        from confluent_kafka import KafkaException
+
+        try:
+            return self.outcome(future, self.settings.timeout if within is None else within)
+        except KafkaException as exc:
+            raise self.unreachable(exc) from None
 
     def describe_identity(self) -> tuple[str | None, int | None, tuple[Broker, ...]]:
         """Cluster id, the controller clients are told about, and the brokers by id.

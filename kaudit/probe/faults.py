@@ -28,13 +28,14 @@ runs to its end instead of being cut short by chance.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +73,10 @@ RESTART_FREEZE_S = 2.0
 """``restart-producer`` without transactions: how long partition 0's followers are frozen
 before the old session is dropped, so that it has batches the leader appended and never
 acknowledged (acks=all waits for the followers)."""
-LOSE_RESPONSES_REQUEST_TIMEOUT_MS = 1000
+SHORT_REQUEST_TIMEOUT_MS = 1000
+"""The producer's ``request.timeout.ms`` under faults that freeze brokers to make requests time
+out while the leader holds them (``lose-responses``; the matrix's ``pause-*`` cells): well
+below the freeze, so the producer gives up and re-sends before the followers are resumed."""
 
 
 @dataclass(frozen=True)
@@ -293,14 +297,11 @@ class FaultInjector(threading.Thread):
             self._shrink_then_kill(lab, leader, followers, float(fault.argument or 0))
             return
         if fault.kind == "lose-responses":
-            frozen = self._freeze(lab, followers, "lose-responses")
-            try:
+            with self._frozen(lab, followers, "lose-responses") as frozen:
                 self.log.add("fault", f"SIGSTOP followers {_ids(frozen)} for "
                                       f"{fault.argument}s: acks=all requests time out after "
                                       "the leader appended them", 0)
                 time.sleep(float(fault.argument or 0))
-            finally:
-                self._resume(lab, frozen)
             return
         if fault.kind == "restart-producer":
             self._restart_producer(lab, followers)
@@ -321,27 +322,19 @@ class FaultInjector(threading.Thread):
 
     def _lag_then_kill(self, lab: LabControl, leader: int, followers: list[int],
                        seconds: float) -> None:
-        if not followers:
-            raise InputError("lag-then-kill-leader: partition 0 has no in-sync follower")
-        frozen: list[int] = []
-        try:
-            for broker in followers:
-                lab.kill(broker, "STOP")
-                frozen.append(broker)
-            self.log.add("fault", f"SIGSTOP followers {','.join(map(str, frozen))} "
+        with self._frozen(lab, followers, "lag-then-kill-leader") as frozen:
+            self.log.add("fault", f"SIGSTOP followers {_ids(frozen)} "
                                   f"for {seconds:g}s (still in the ISR)", 0)
             time.sleep(seconds)  # the freeze itself: the leader writes alone meanwhile
             lab.kill(leader, "KILL")
             self.log.add("fault", f"SIGKILL leader {leader}", 0)
             self._add_heal(f"broker {leader} restarted", lambda: lab.start(leader))
-        finally:
-            # Resumed at once, whatever failed: a follower left frozen would be fenced.
-            if frozen:
-                lab.resume(frozen)
-                for broker in frozen:
-                    self.log.add("heal", f"broker {broker} resumed", 0)
 
-    def _freeze(self, lab: LabControl, followers: list[int], fault: str) -> list[int]:
+    @contextlib.contextmanager
+    def _frozen(self, lab: LabControl, followers: list[int], fault: str
+                ) -> Iterator[list[int]]:
+        """SIGSTOP ``followers``; on the way out resume them together and at once, whatever
+        failed (a follower left frozen would be fenced and drop out of the ISR)."""
         if not followers:
             raise InputError(f"{fault}: partition 0 has no in-sync follower")
         frozen: list[int] = []
@@ -349,17 +342,12 @@ class FaultInjector(threading.Thread):
             for broker in followers:
                 lab.kill(broker, "STOP")
                 frozen.append(broker)
-        except BaseException:
-            self._resume(lab, frozen)
-            raise
-        return frozen
-
-    def _resume(self, lab: LabControl, frozen: list[int]) -> None:
-        # Resumed together and at once: a follower left frozen would be fenced.
-        if frozen:
-            lab.resume(frozen)
-            for broker in frozen:
-                self.log.add("heal", f"broker {broker} resumed", 0)
+            yield frozen
+        finally:
+            if frozen:
+                lab.resume(frozen)
+                for broker in frozen:
+                    self.log.add("heal", f"broker {broker} resumed", 0)
 
     def _shrink_then_kill(self, lab: LabControl, leader: int, followers: list[int],
                           seconds: float) -> None:
@@ -397,27 +385,27 @@ class FaultInjector(threading.Thread):
         restart = self.restart
         if restart is None:
             raise InputError("restart-producer: this run has no producer to restart")
-        frozen: list[int] = []
+        if not self.transactional and lab is None:
+            raise InputError("restart-producer needs the lab (--lab-state-dir)")
+        # acks=all waits for the followers: frozen, they leave the old session with batches
+        # the leader appended and never acknowledged. A transactional session needs no
+        # freeze: its open transaction is aborted by the new session whatever it holds.
+        freeze: contextlib.AbstractContextManager[list[int]] = (
+            contextlib.nullcontext([]) if self.transactional or lab is None
+            else self._frozen(lab, followers, "restart-producer"))
         try:
-            if not self.transactional:
-                # acks=all waits for the followers: frozen, they leave the old session with
-                # batches the leader appended and never acknowledged.
-                if lab is None:
-                    raise InputError("restart-producer needs the lab (--lab-state-dir)")
-                frozen = self._freeze(lab, followers, "restart-producer")
-                self.log.add("fault", f"SIGSTOP followers {_ids(frozen)} for "
-                                      f"{RESTART_FREEZE_S:g}s", 0)
-                time.sleep(RESTART_FREEZE_S)
-            restart.requested.set()
-            if not restart.dropped.wait(ProducerRestart.WAIT_S):
-                raise RuntimeError("the send loop did not drop its producer session")
-            self.log.add("fault", "producer session dropped as a crash would: queued and "
-                                  "in-flight sends purged, no commit", 0)
+            with freeze as frozen:
+                if frozen:
+                    self.log.add("fault", f"SIGSTOP followers {_ids(frozen)} for "
+                                          f"{RESTART_FREEZE_S:g}s", 0)
+                    time.sleep(RESTART_FREEZE_S)
+                restart.requested.set()
+                if not restart.dropped.wait(ProducerRestart.WAIT_S):
+                    raise RuntimeError("the send loop did not drop its producer session")
+                self.log.add("fault", "producer session dropped as a crash would: queued "
+                                      "and in-flight sends purged, no commit", 0)
         finally:
-            if frozen:
-                assert lab is not None
-                self._resume(lab, frozen)
-            restart.resume.set()
+            restart.resume.set()  # after the followers were resumed (the with above)
         if restart.done.wait(ProducerRestart.WAIT_S):
             self.log.add("fault", "a new producer session re-sent what the old one had not "
                                   "seen acknowledged", 0)

@@ -17,11 +17,9 @@ from dataclasses import dataclass, replace
 
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
-from kaudit.probe.faults import FaultSpec, parse_fault
+from kaudit.probe.faults import SHORT_REQUEST_TIMEOUT_MS, FaultSpec, parse_fault
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.runner import run_probe
-
-PAUSE_REQUEST_TIMEOUT_MS = "1000"
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,7 @@ def run_matrix(conn: ConnectionSettings, base: ProbeSettings, cells: list[Matrix
     for n, cell in enumerate(cells, 1):
         props = dict(base.producer_properties)
         if cell.fault is not None and cell.fault.kind.startswith("pause"):
-            props.setdefault("request.timeout.ms", PAUSE_REQUEST_TIMEOUT_MS)
+            props.setdefault("request.timeout.ms", str(SHORT_REQUEST_TIMEOUT_MS))
         settings = replace(base, acks=cell.acks, idempotence=cell.idempotence,
                            min_insync_replicas=cell.min_insync_replicas,
                            unclean_leader_election=cell.unclean_leader_election,

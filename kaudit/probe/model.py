@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kaudit.probe.faults import LOSE_RESPONSES_REQUEST_TIMEOUT_MS, FaultSpec
+from kaudit.probe.faults import SHORT_REQUEST_TIMEOUT_MS, FaultSpec
 from kaudit.probe.latency import LatencyHistogram, Timeline
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.monitor import ProbeEvent
@@ -66,7 +66,7 @@ class ProbeSettings:
         if any(f.kind == "lose-responses" for f in self.faults):
             # The fault times requests out on purpose: they must give up before the
             # followers are resumed (see faults.LOSE_RESPONSES_DEFAULT_S).
-            conf["request.timeout.ms"] = LOSE_RESPONSES_REQUEST_TIMEOUT_MS
+            conf["request.timeout.ms"] = SHORT_REQUEST_TIMEOUT_MS
         conf.update(self.producer_properties)
         return conf
 
