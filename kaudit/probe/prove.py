@@ -16,7 +16,7 @@ from pathlib import Path
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import wait_until_in_sync
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.probe.faults import parse_fault
+from kaudit.probe.faults import LabControl, parse_fault
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.runner import run_probe
 
@@ -193,6 +193,10 @@ def judge(reports: dict[str, ProbeReport]) -> list[ProofRow]:
 def run_proof(conn: ConnectionSettings, base: ProbeSettings, interrupted: threading.Event,
               say: Callable[[str], None]) -> tuple[list[ProofRow], dict[str, ProbeReport]]:
     """Make every experiment on a healthy cluster, then judge every claim."""
+    from kaudit.lab.state import default_state_dir
+
+    # Every schedule signals the lab's brokers: no lab there is exit 2 before any run.
+    LabControl((base.lab_state_dir or default_state_dir()).expanduser())
     reports: dict[str, ProbeReport] = {}
     session = AdminSession(conn)
     for n, experiment in enumerate(EXPERIMENTS, 1):

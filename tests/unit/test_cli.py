@@ -157,3 +157,11 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_any_work(
         assert reason in result.stderr and "'-o'" in result.stderr
         assert "cannot reach" not in result.stderr and "no lab" not in result.stderr
     assert not (tmp_path / "no-such-dir").exists()
+
+
+def test_prove_without_a_lab_is_exit_2_before_any_run(tmp_path: Path) -> None:
+    result = run_kaudit("probe", "prove", "--lab-state-dir", str(tmp_path / "none"),
+                        "-b", "127.0.0.1:1")
+    assert result.code == 2
+    assert result.stderr.strip() == (f"kaudit: error: no lab in {tmp_path / 'none'} "
+                                     "(start one with `kaudit lab up`)")
