@@ -1,4 +1,4 @@
-"""`kaudit --help` answers fast: it loads no Kafka client, Spark, table or plot library."""
+"""`kaudit --help` answers fast: it loads no Kafka client, Spark, table, plot or validation library."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-HEAVY = ("confluent_kafka", "pyspark", "tabulate", "matplotlib", "yaml")
+# pydantic: typer 0.29 imports it to coerce the root options (70 ms); pyproject keeps typer < 0.29.
+HEAVY = ("confluent_kafka", "pyspark", "tabulate", "matplotlib", "yaml", "pydantic")
 
 _PROBE = """
 import json, sys
