@@ -48,7 +48,7 @@ def reconcile(
     sink: Annotated[str, typer.Option(
         metavar="URI", rich_help_panel=SINK,
         help="jdbc:postgresql://HOST:PORT/DB?table=T, parquet:PATH, csv:PATH, json:PATH, "
-             "delta:PATH or table:DB.T; only ever read.")],
+             "delta:PATH, table:DB.T or iceberg:CATALOG.DB.TABLE; only ever read.")],
     key: Annotated[str, typer.Option(
         metavar="FIELD[,FIELD]|@key", rich_help_panel=MATCH,
         help="Record key: value field(s), dotted for nested, commas for composite; "
@@ -93,7 +93,9 @@ def reconcile(
     ] = 0.0,
     sink_option: Annotated[list[str] | None, typer.Option(
         metavar="KEY=VALUE", rich_help_panel=SINK,
-        help="Sink reader option (JDBC: user, password-file, driver); repeatable.")] = None,
+        help="Sink reader option (JDBC: user, password-file, driver; Iceberg: the catalog's "
+             "type, warehouse, uri..., and snapshot-id to read an earlier snapshot); "
+             "repeatable.")] = None,
     output_dir: Annotated[str | None, typer.Option(
         metavar="DIR", help="Write the full discrepancy set here as Parquet.")] = None,
     csv: Annotated[bool, typer.Option("--csv", help="Also write it as CSV.")] = False,

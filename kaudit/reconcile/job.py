@@ -19,7 +19,7 @@ from kaudit.errors import InputError
 from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
 from kaudit.reconcile.infer import field_paths
 from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest, ReconcileResult
-from kaudit.reconcile.sinks import SinkSpec, parse_sink, read_sink
+from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
 from kaudit.reconcile.source import OffsetRange, pin_offsets, read_topic
 from kaudit.reconcile.spark import error_line
 
@@ -306,7 +306,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     """Run the whole job; see the module docstring."""
     import time
 
-    from kaudit.reconcile.spark import running_session, start_session
+    from kaudit.reconcile.spark import connector_jars, running_session, start_session
 
     started = time.monotonic()
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
@@ -316,8 +316,12 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     spark = running_session(request.master)
     owned = spark is None
     if spark is None:
-        spark = start_session(request.master, request.jars)
+        jars = request.jars
+        if jars is None:
+            jars = connector_jars(iceberg=sink_spec.kind == "iceberg")
+        spark = start_session(request.master, jars)
     try:
+        sink_spec = pin_sink(spark, sink_spec)
         return _compare_and_report(conn, request, spark, sink_spec, ranges, started)
     finally:
         if owned:

@@ -1,15 +1,20 @@
 """The sink side: read a table by URI, never write to it.
 
 ``jdbc:postgresql://HOST:PORT/DB?table=T`` (any JDBC URL with ``?table=``),
-``parquet:PATH``, ``csv:PATH``, ``json:PATH`` (JSON lines), ``delta:PATH`` and
-``table:DB.T`` (a table in Spark's catalog). ``--sink-option KEY=VALUE`` goes to
-the reader; for JDBC, ``user``, ``password-file`` (a file holding the password)
-and ``driver``.
+``parquet:PATH``, ``csv:PATH``, ``json:PATH`` (JSON lines), ``delta:PATH``,
+``table:DB.T`` (a table in Spark's catalog) and ``iceberg:CATALOG.DB.TABLE``.
+``--sink-option KEY=VALUE`` goes to the reader; for JDBC, ``user``,
+``password-file`` (a file holding the password) and ``driver``; for Iceberg, the
+catalog's properties (``type=hadoop``, ``warehouse=PATH``; ``type=rest``,
+``uri=URL``) and ``snapshot-id`` to read an earlier snapshot.
+
+Like the topic's offsets, an Iceberg table is pinned before it is read: its current
+snapshot is looked up once (:func:`pin_sink`), read, and recorded in the report.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -18,7 +23,12 @@ from kaudit.connect.redact import register_secret
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.reconcile.spark import error_line
 
-FORMATS = ("jdbc", "parquet", "csv", "json", "delta", "table")
+FORMATS = ("jdbc", "parquet", "csv", "json", "delta", "table", "iceberg")
+#: Iceberg catalog properties that carry credentials (REST catalogs, object stores).
+_ICEBERG_SECRETS = ("token", "credential", "s3.secret-access-key", "s3.session-token",
+                    "gcs.oauth2.token", "adls.auth.shared-key.account.key")
+_EXPECTED = ("expected jdbc:...?table=T, parquet:PATH, csv:PATH, json:PATH, delta:PATH, "
+             "table:DB.T or iceberg:CATALOG.DB.TABLE")
 _JDBC_DRIVERS = {"postgresql": "org.postgresql.Driver"}
 
 
@@ -31,12 +41,19 @@ class SinkSpec:
     """Path, JDBC URL (without ?table=) or catalog table name."""
     table: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    snapshot_id: int | None = None
+    """The Iceberg snapshot read (given with ``snapshot-id`` or pinned by :func:`pin_sink`)."""
 
     def describe(self) -> str:
         """The sink as reports show it (passwords masked by the report's redaction)."""
         if self.kind == "jdbc":
             return f"{self.location}?table={self.table}"
         return f"{self.kind}:{self.location}"
+
+    @property
+    def catalog(self) -> str:
+        """An Iceberg sink's catalog: the first part of CATALOG.DB.TABLE."""
+        return self.location.split(".", 1)[0]
 
 
 def parse_sink(uri: str, options: dict[str, str]) -> SinkSpec:
@@ -70,16 +87,73 @@ def parse_sink(uri: str, options: dict[str, str]) -> SinkSpec:
         return SinkSpec("jdbc", base, table, opts)
     kind, sep, location = uri.partition(":")
     if not sep or kind not in FORMATS or not location:
-        raise InputError(f"--sink {uri!r}: expected jdbc:...?table=T, parquet:PATH, csv:PATH, "
-                         "json:PATH, delta:PATH or table:DB.T")
+        raise InputError(f"--sink {uri!r}: {_EXPECTED}")
+    if kind == "iceberg":
+        return _parse_iceberg(uri, location, dict(options))
     if kind in ("parquet", "csv", "json", "delta") and not Path(location).expanduser().exists():
         raise InputError(f"--sink {uri}: {location} does not exist")
     return SinkSpec(kind, location, None, dict(options))
 
 
+def _parse_iceberg(uri: str, location: str, opts: dict[str, str]) -> SinkSpec:
+    parts = location.split(".")
+    if len(parts) < 3 or not all(parts):
+        raise InputError(f"--sink {uri}: expected iceberg:CATALOG.DB.TABLE")
+    for key in _ICEBERG_SECRETS:
+        if key in opts:
+            register_secret(opts[key])
+    snapshot = opts.pop("snapshot-id", None)
+    if snapshot is not None and not snapshot.isdigit():
+        raise InputError(f"--sink-option snapshot-id={snapshot}: expected a snapshot id "
+                         "(a number, as the report's sink.snapshot_id gives it)")
+    return SinkSpec("iceberg", location, None, opts,
+                    int(snapshot) if snapshot is not None else None)
+
+
+def pin_sink(spark: Any, sink: SinkSpec) -> SinkSpec:
+    """The sink with the snapshot this run reads: for Iceberg, the table's current one
+    (unless ``snapshot-id`` named one), so that the report can say what was compared and
+    a rerun can read the same rows; other sinks have no snapshot to pin."""
+    if sink.kind != "iceberg":
+        return sink
+    _configure_catalog(spark, sink)
+    if sink.snapshot_id is not None:
+        return sink
+    try:
+        # The main branch's head is the table's current snapshot; none on an empty table.
+        refs = spark.sql(f"SELECT snapshot_id FROM {_quoted(sink.location)}.refs "
+                         "WHERE name = 'main'").collect()
+    except Exception as exc:
+        raise _sink_error(sink, exc) from None
+    return replace(sink, snapshot_id=int(refs[0][0])) if refs else sink
+
+
+def _configure_catalog(spark: Any, sink: SinkSpec) -> None:
+    """Declare the Iceberg catalog from --sink-option, unless the session has it already."""
+    prefix = f"spark.sql.catalog.{sink.catalog}"
+    if not sink.options:
+        if spark.conf.get(prefix, None) is None:
+            raise InputError(f"--sink {sink.describe()}: the Spark session has no catalog "
+                             f"{sink.catalog!r}; describe it with --sink-option (e.g. "
+                             "type=hadoop and warehouse=PATH, or type=rest and uri=URL)")
+        return
+    spark.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
+    for key, value in sink.options.items():
+        spark.conf.set(f"{prefix}.{key}", value)
+
+
+def _quoted(name: str) -> str:
+    return ".".join(f"`{part}`" for part in name.split("."))
+
+
 def read_sink(spark: Any, sink: SinkSpec) -> Any:
     """A DataFrame over the sink (read lazily; only ever read)."""
     try:
+        if sink.kind == "iceberg":
+            table = _quoted(sink.location)
+            if sink.snapshot_id is None:  # an empty table: no snapshot to pin
+                return spark.table(table)
+            return spark.sql(f"SELECT * FROM {table} VERSION AS OF {sink.snapshot_id}")
         if sink.kind == "jdbc":
             reader = spark.read.format("jdbc").option("url", sink.location).option(
                 "dbtable", sink.table)
@@ -106,6 +180,11 @@ def _sink_error(sink: SinkSpec, exc: Exception) -> Exception:
                    "does not exist" if sink.kind == "jdbc" else "\0")
     if sink.kind == "jdbc" and any(s in text for s in unreachable):
         return ConnectionFailure(f"cannot read sink {sink.describe()}: {first}")
+    if sink.kind == "iceberg" and "org.apache.iceberg" in text and (
+            "ClassNotFound" in text or "CATALOG_PLUGIN_CLASS_NOT_FOUND" in text):
+        return InputError("iceberg: this Spark session lacks Iceberg's runtime jar "
+                          "(kaudit fetches it when it starts Spark itself; else pass it "
+                          "with --jars)")
     if sink.kind == "delta" and "delta" in text.lower() and "DATA_SOURCE_NOT_FOUND" in text:
         return InputError("delta: sinks need Delta Lake's jars (io.delta:delta-spark_2.13); "
                           "pass them with --jars")

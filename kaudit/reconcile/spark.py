@@ -35,13 +35,27 @@ def spark_version() -> str:
     return str(pyspark.__version__)
 
 
-def connector_jars() -> list[str]:
-    """The Kafka source and PostgreSQL JDBC jars, resolved with mvn and cached.
+#: Iceberg's Spark runtime (one shaded jar per Spark minor version); 1.11.0 is the newest
+#: release built for Spark 4.0.
+ICEBERG_VERSION = "1.11.0"
+
+
+def connector_jars(*, iceberg: bool = False) -> list[str]:
+    """The Kafka source and PostgreSQL JDBC jars, resolved with mvn and cached; with
+    ``iceberg``, Iceberg's Spark runtime too (only runs that read an Iceberg sink need it).
 
     Only jars that Spark does not already ship are returned: a second
     scala-library or Hadoop client on the classpath would break Spark.
     """
     version = spark_version()
+    extra: list[str] = []
+    if iceberg:
+        runtime = f"iceberg-spark-runtime-{'.'.join(version.split('.')[:2])}_2.13"
+        libs = resolve_jars(f"spark/{version}/iceberg-{ICEBERG_VERSION}",
+                            [("org.apache.iceberg", runtime, ICEBERG_VERSION)],
+                            what=f"Iceberg's Spark runtime {ICEBERG_VERSION}",
+                            marker=f"{runtime}-*.jar")
+        extra = sorted(str(j) for j in libs.glob(f"{runtime}-*.jar"))
     libs = resolve_jars(
         f"spark/{version}",
         [("org.apache.spark", "spark-sql-kafka-0-10_2.13", version), POSTGRES_JDBC],
@@ -49,7 +63,7 @@ def connector_jars() -> list[str]:
     import pyspark
 
     shipped = {_artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return sorted(str(j) for j in libs.glob("*.jar") if _artifact(j.name) not in shipped)
+    return sorted(str(j) for j in libs.glob("*.jar") if _artifact(j.name) not in shipped) + extra
 
 
 def _artifact(jar_name: str) -> str:

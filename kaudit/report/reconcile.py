@@ -26,7 +26,9 @@ def reconcile_document(result: ReconcileResult) -> dict[str, Any]:
             "value_format": r.value_format,
             "key": r.key,
         },
-        "sink": {"uri": result.sink.describe(), "kind": result.sink.kind},
+        # snapshot_id: the Iceberg snapshot read (null for sinks without snapshots)
+        "sink": {"uri": result.sink.describe(), "kind": result.sink.kind,
+                 "snapshot_id": result.sink.snapshot_id},
         "mode": r.mode,
         "compare": list(r.compare),
         "counts": {"topic_records": result.topic_records, "sink_rows": result.sink_rows,
@@ -39,7 +41,9 @@ def reconcile_document(result: ReconcileResult) -> dict[str, Any]:
         "seconds": round(result.seconds, 3),
         "verdict": result.verdict,
         "repeat_with": {"--from": {str(x.partition): x.start for x in result.ranges},
-                        "--to": {str(x.partition): x.end for x in result.ranges}},
+                        "--to": {str(x.partition): x.end for x in result.ranges},
+                        **({"--sink-option": f"snapshot-id={result.sink.snapshot_id}"}
+                           if result.sink.snapshot_id is not None else {})},
     }
 
 
@@ -47,7 +51,9 @@ def reconcile_table(result: ReconcileResult) -> str:
     """Counts, then a few samples of each class with topic/partition/offset."""
     rec = reconcile_document(result)
     counts = rec["counts"]
-    lines = [f"kaudit reconcile: {rec['source']['topic']} -> {rec['sink']['uri']} "
+    snapshot = rec["sink"]["snapshot_id"]
+    at = f" at snapshot {snapshot}" if snapshot is not None else ""
+    lines = [f"kaudit reconcile: {rec['source']['topic']} -> {rec['sink']['uri']}{at} "
              f"({rec['mode']}, {rec['source']['isolation_level']})", "",
              tabulate([(k, v) for k, v in counts.items()], headers=["class", "count"]), ""]
     for cls, rows in rec["samples"].items():

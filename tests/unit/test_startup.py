@@ -1,4 +1,4 @@
-"""`kaudit --help` answers fast: it loads no Kafka client, Spark, table, plot or validation library."""
+"""`kaudit --help` answers fast: no Kafka client, Spark, table, plot or validation library."""
 
 from __future__ import annotations
 
