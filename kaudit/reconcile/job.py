@@ -306,9 +306,15 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     """Run the whole job; see the module docstring."""
     import time
 
-    from kaudit.reconcile.spark import connector_jars, running_session, start_session
+    from kaudit.reconcile.spark import (
+        connector_jars,
+        quiet_pyspark_errors,
+        running_session,
+        start_session,
+    )
 
     started = time.monotonic()
+    quiet_pyspark_errors()
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
     ranges = pin_offsets(conn, request.topic, request.start, request.end,
                          request.read_committed)

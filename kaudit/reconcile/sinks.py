@@ -185,6 +185,9 @@ def _sink_error(sink: SinkSpec, exc: Exception) -> Exception:
         return InputError("iceberg: this Spark session lacks Iceberg's runtime jar "
                           "(kaudit fetches it when it starts Spark itself; else pass it "
                           "with --jars)")
+    if sink.kind == "iceberg" and "TABLE_OR_VIEW_NOT_FOUND" in text:
+        return InputError(f"cannot read sink {sink.describe()}: catalog {sink.catalog!r} has "
+                          f"no table {sink.location.split('.', 1)[1]}")
     if sink.kind == "delta" and "delta" in text.lower() and "DATA_SOURCE_NOT_FOUND" in text:
         return InputError("delta: sinks need Delta Lake's jars (io.delta:delta-spark_2.13); "
                           "pass them with --jars")

@@ -75,6 +75,26 @@ def _artifact(jar_name: str) -> str:
     return "-".join(parts)
 
 
+#: pyspark's own Python loggers that print every analysis error to stderr as a JSON line,
+#: beside the one-line error kaudit gives for it.
+_PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_pyspark_errors() -> None:
+    """Keep pyspark from printing the errors kaudit reports itself (once, in one line)."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in _PYSPARK_ERROR_LOGGERS:
+        # A PySparkLogger, as pyspark would make it: it logs with keywords a plain one refuses.
+        logger = PySparkLogger.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
 def error_line(exc: BaseException, limit: int = 300) -> str:
     """The first non-empty line of a Spark or Py4J error, for a one-line message: their
     text often starts with a blank line and goes on with the query and a Java trace."""

@@ -13,6 +13,7 @@ from tests.integration.test_reconcile import (
     DUPLICATED,
     EXTRA,
     MISSING,
+    amount,
     keys_of,
     reconcile,
     sink_rows,
@@ -37,8 +38,7 @@ def iceberg_table(local_spark: Any, tmp_path_factory: pytest.TempPathFactory) ->
     schema = "id BIGINT, status STRING, amount DOUBLE, customer_id BIGINT"
     spark.createDataFrame(sink_rows(drop_tombstoned=False), schema).writeTo(TABLE).create()
     first = spark.sql(f"SELECT snapshot_id FROM {TABLE}.refs WHERE name = 'main'").first()[0]
-    late = [r for r in sink_rows(drop_tombstoned=False) if r["id"] == 0]
-    late = [{**late[0], "id": LATE, "amount": round(LATE * 1.25, 2)}]
+    late = [{"id": LATE, "status": "new", "amount": amount(LATE), "customer_id": LATE % 7}]
     spark.createDataFrame(late, schema).writeTo(TABLE).append()
     current = spark.sql(f"SELECT snapshot_id FROM {TABLE}.refs WHERE name = 'main'").first()[0]
     assert first != current
@@ -91,7 +91,7 @@ def test_an_earlier_snapshot_is_read_when_named(
     (f"iceberg:{TABLE}", ["--sink-option", "snapshot-id=latest"], "expected a snapshot id"),
     ("iceberg:lake.orders", [], "expected iceberg:CATALOG.DB.TABLE"),
     ("iceberg:nocatalog.shop.orders", [], "the Spark session has no catalog 'nocatalog'"),
-    ("iceberg:lake.shop.absent", ["warehouse"], "cannot read sink iceberg:lake.shop.absent"),
+    ("iceberg:lake.shop.absent", ["warehouse"], "catalog 'lake' has no table shop.absent"),
 ])
 def test_bad_iceberg_sinks_are_one_line_and_exit_2(
         lab: Lab, topic: dict[str, Any], iceberg_table: dict[str, Any],  # noqa: F811
