@@ -30,6 +30,8 @@ class SubjectKind(StrEnum):
     topic = "topic"
     partition = "partition"  # type: ignore[assignment]  # shadows str.partition
     client = "client"
+    group = "group"
+    """A consumer group on one partition: ``billing@orders-3``."""
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,11 @@ def check(
         "--format", "-f", case_sensitive=False,
         help="Output format [default: table on a terminal, json otherwise].")] = None,
     output: options.Output = None,
+    groups: Annotated[bool, typer.Option(
+        "--groups/--no-groups",
+        help="Also read the consumer groups and every partition's offsets, and audit them "
+             "(KA6xx): unread records deleted, groups about to lose data, hanging "
+             "transactions.")] = True,
     wide: Annotated[bool, typer.Option(
         "--wide", help="Tables in one column per field, however wide; by default they fit "
                        "the terminal (COLUMNS, or 100 columns when not a terminal).")] = False,
@@ -94,7 +99,7 @@ def check(
         from kaudit.cluster.reader import read_snapshot
 
         settings = connection.settings()
-        cluster_snapshot = read_snapshot(settings)
+        cluster_snapshot = read_snapshot(settings, groups=groups)
 
     result = evaluate(cluster_snapshot, policies, producers, consumers)
     fmt = choose_format(format)

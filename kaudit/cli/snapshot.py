@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from kaudit.cli import options
 from kaudit.errors import ExitCode
 from kaudit.report.output import emit
@@ -11,6 +15,10 @@ from kaudit.report.output import emit
 def snapshot(
     connection: options.ConnectionOptions = options.NO_CONNECTION,
     output: options.Output = None,
+    groups: Annotated[bool, typer.Option(
+        "--groups/--no-groups",
+        help="Also write the consumer groups and every partition's offsets, for "
+             "`kaudit check --snapshot`.")] = True,
 ) -> int:
     """Write brokers, configs (with their sources), topics and partitions as JSON."""
     from kaudit.cluster.reader import read_snapshot
@@ -18,5 +26,5 @@ def snapshot(
     from kaudit.report.cluster import SNAPSHOT
 
     settings = connection.settings()
-    emit(render(SNAPSHOT, read_snapshot(settings), "json"), output)
+    emit(render(SNAPSHOT, read_snapshot(settings, groups=groups), "json"), output)
     return ExitCode.OK

@@ -32,7 +32,8 @@ rdkafka_log = logging.getLogger("kaudit.librdkafka")
 #: confluent-kafka's names other modules use, by the module that defines them.
 _KAFKA_NAMES = {
     **dict.fromkeys(("KafkaError", "KafkaException", "TopicPartition", "TopicCollection",
-                     "IsolationLevel", "Producer", "Consumer"), "confluent_kafka"),
+                     "IsolationLevel", "Producer", "Consumer", "ConsumerGroupTopicPartitions"),
+                    "confluent_kafka"),
     **dict.fromkeys(("AdminClient", "AclBinding", "AclOperation", "AclPermissionType",
                      "AlterConfigOpType", "ConfigEntry", "ConfigResource", "ConfigSource",
                      "NewTopic", "OffsetSpec", "ResourcePatternType", "ResourceType"),
@@ -238,11 +239,20 @@ class AdminSession:
         or the last stable offset for a read_committed reader), or first offset at or
         after a time (epoch ms; -1 where there is none), in one admin request: a
         consumer's own query would queue behind its pending fetch."""
+        found = self.list_offsets_of([(topic, p) for p in partitions], spec, read_committed)
+        return {p: offset for (_, p), offset in found.items()}
+
+    def list_offsets_of(self, partitions: list[tuple[str, int]],
+                        spec: Literal["earliest", "latest"] | int,
+                        read_committed: bool = False) -> dict[tuple[str, int], int]:
+        """:meth:`list_offsets` for partitions of any topics at once, by (topic, partition)."""
         from concurrent.futures import TimeoutError as FutureTimeout
 
         from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
+        if not partitions:
+            return {}
         specs: Any = OffsetSpec  # untyped in confluent-kafka
         offset_spec = (specs.earliest() if spec == "earliest" else specs.latest()
                        if spec == "latest" else specs.for_timestamp(spec))
@@ -252,12 +262,12 @@ class AdminSession:
         deadline = time.monotonic() + max(timeout, 10)
         while True:
             futures = self.admin.list_offsets(
-                {TopicPartition(topic, p): offset_spec for p in partitions},
+                {TopicPartition(t, p): offset_spec for t, p in partitions},
                 isolation_level=level, request_timeout=timeout)
             try:
                 # Python's wait outlasts librdkafka's, so a slow answer is librdkafka's
                 # timeout.
-                return {tp.partition: int(f.result(timeout=timeout + 5).offset)
+                return {(tp.topic, tp.partition): int(f.result(timeout=timeout + 5).offset)
                         for tp, f in futures.items()}
             except (KafkaException, FutureTimeout) as exc:
                 # Right after a broker restart, leaders and their epochs can be briefly out
@@ -267,6 +277,34 @@ class AdminSession:
                 if time.monotonic() >= deadline or self.collector.fatal():
                     raise self.unreachable(exc) from None
                 time.sleep(0.3)
+
+    def record_times(self, positions: dict[tuple[str, int], int],
+                     within: float) -> dict[tuple[str, int], int]:
+        """The timestamp (epoch ms) of the first record at or after each position, read
+        uncommitted by an assigned consumer that never joins or commits to its group, one
+        record per partition; partitions that gave nothing ``within`` seconds are left
+        out."""
+        from confluent_kafka import TopicPartition
+
+        if not positions:
+            return {}
+        consumer = new_consumer(self.settings, None, **{
+            "group.id": "kaudit-check-peek", "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted", "enable.partition.eof": False,
+            "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 1 << 16})
+        found: dict[tuple[str, int], int] = {}
+        try:
+            consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
+            deadline = time.monotonic() + within
+            while len(found) < len(positions) and time.monotonic() < deadline:
+                for msg in consumer.consume(500, 0.2):
+                    key = (msg.topic(), msg.partition())
+                    if msg.error() is None and key not in found:
+                        found[key] = int(msg.timestamp()[1])
+                        consumer.pause([TopicPartition(*key)])
+        finally:
+            consumer.close()
+        return found
 
 
 _OAUTH_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -110,6 +111,47 @@ class Topic:
 
 
 @dataclass(frozen=True)
+class PartitionOffsets:
+    """Where a partition's log starts and ends, for readers of either isolation level."""
+
+    topic: str
+    partition: int
+    log_start: int
+    """The first offset still stored: retention deleted everything before it."""
+    high_watermark: int
+    """The end for read_uncommitted readers (every replicated record)."""
+    last_stable: int
+    """The end for read_committed readers: the first record of the oldest open transaction,
+    or the high watermark when none is open."""
+    open_since_ms: int | None = None
+    """When ``last_stable`` < ``high_watermark``: the time (epoch ms) of the record at the
+    last stable offset, so how long read_committed readers have been held back."""
+
+
+@dataclass(frozen=True)
+class GroupOffset:
+    """A consumer group's committed position in one partition."""
+
+    topic: str
+    partition: int
+    committed: int | None
+    """None: the group has no committed offset here (``auto.offset.reset`` decides)."""
+    unread_since_ms: int | None = None
+    """The time (epoch ms) of the first record the group has not read yet, when it lags."""
+
+
+@dataclass(frozen=True)
+class ConsumerGroup:
+    """A consumer group (classic or consumer protocol) and its committed offsets."""
+
+    group_id: str
+    state: str
+    """Kafka's state name: STABLE, EMPTY, PREPARING_REBALANCE, DEAD..."""
+    members: int
+    offsets: tuple[GroupOffset, ...] = ()
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     """Everything check needs about a cluster, frozen at one moment."""
 
@@ -127,6 +169,10 @@ class ClusterSnapshot:
     """False when broker and partition state is unknown (manifests only)."""
     unreadable: tuple[str, ...] = ()
     """Things the reader was not allowed or able to read (ACLs), as short descriptions."""
+    offsets: tuple[PartitionOffsets, ...] = ()
+    """Log start, high watermark and last stable offset per partition (read with groups)."""
+    groups: tuple[ConsumerGroup, ...] | None = None
+    """The consumer groups; None when they were not read (``--no-groups``, manifests)."""
 
     @property
     def broker_ids(self) -> frozenset[int]:
@@ -140,6 +186,14 @@ class ClusterSnapshot:
             if value is not None:
                 return value
         return None
+
+    def partition_offsets(self, topic: str, partition: int) -> PartitionOffsets | None:
+        """The offsets of one partition, when they were read."""
+        return self._offsets_index.get((topic, partition))
+
+    @cached_property
+    def _offsets_index(self) -> Mapping[tuple[str, int], PartitionOffsets]:
+        return {(o.topic, o.partition): o for o in self.offsets}
 
 
 def _config_to_dict(cfg: ConfigMap) -> dict[str, Any]:
@@ -183,6 +237,14 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
                            for p in t.partitions],
             **({"declared_at": t.declared_at} if t.declared_at else {}),
         } for t in snap.topics],
+        "offsets": [{"topic": o.topic, "partition": o.partition, "log_start": o.log_start,
+                     "high_watermark": o.high_watermark, "last_stable": o.last_stable,
+                     "open_since_ms": o.open_since_ms} for o in snap.offsets],
+        "groups": None if snap.groups is None else [{
+            "group_id": g.group_id, "state": g.state, "members": g.members,
+            "offsets": [{"topic": o.topic, "partition": o.partition, "committed": o.committed,
+                         "unread_since_ms": o.unread_since_ms} for o in g.offsets],
+        } for g in snap.groups],
     }
 
 
@@ -211,4 +273,15 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
                              for p in t["partitions"]),
             declared_at=t.get("declared_at"),
         ) for t in raw["topics"]),
+        # Snapshots written before groups were read have neither key.
+        offsets=tuple(PartitionOffsets(
+            topic=o["topic"], partition=int(o["partition"]), log_start=int(o["log_start"]),
+            high_watermark=int(o["high_watermark"]), last_stable=int(o["last_stable"]),
+            open_since_ms=o.get("open_since_ms")) for o in raw.get("offsets") or ()),
+        groups=None if raw.get("groups") is None else tuple(ConsumerGroup(
+            group_id=g["group_id"], state=g["state"], members=int(g["members"]),
+            offsets=tuple(GroupOffset(topic=o["topic"], partition=int(o["partition"]),
+                                      committed=o.get("committed"),
+                                      unread_since_ms=o.get("unread_since_ms"))
+                          for o in g["offsets"])) for g in raw["groups"]),
     )

@@ -22,6 +22,8 @@ from kaudit.cluster.model import (
     ConfigMap,
     ConfigSource,
     ConfigValue,
+    ConsumerGroup,
+    PartitionOffsets,
     PartitionState,
     Topic,
     freeze_configs,
@@ -114,8 +116,10 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
     return out
 
 
-def read_snapshot(settings: ConnectionSettings) -> ClusterSnapshot:
-    """Read brokers, broker configs, topics, topic configs and partition states."""
+def read_snapshot(settings: ConnectionSettings, groups: bool = False) -> ClusterSnapshot:
+    """Read brokers, broker configs, topics, topic configs and partition states; with
+    ``groups``, also every partition's offsets and the consumer groups
+    (:mod:`kaudit.cluster.groups`)."""
     ResourceType = client.ResourceType
 
     session = AdminSession(settings)
@@ -152,6 +156,15 @@ def read_snapshot(settings: ConnectionSettings) -> ClusterSnapshot:
             configs=topic_configs.get(name, freeze_configs({})),
             partitions=partitions,
         ))
+    offsets: tuple[PartitionOffsets, ...] = ()
+    consumer_groups: tuple[ConsumerGroup, ...] | None = None
+    if groups:
+        from kaudit.cluster.groups import read_groups, read_offsets
+
+        offsets = read_offsets(session, [(t.name, p.partition) for t in topics
+                                         if not t.internal for p in t.partitions
+                                         if p.leader is not None])
+        consumer_groups = read_groups(session, offsets, unreadable)
     return ClusterSnapshot(
         cluster_id=cluster_id,
         controller_id=controller_id,
@@ -162,4 +175,6 @@ def read_snapshot(settings: ConnectionSettings) -> ClusterSnapshot:
         origin="live",
         live=True,
         unreadable=tuple(unreadable),
+        offsets=offsets,
+        groups=consumer_groups,
     )

@@ -21,6 +21,7 @@ FAMILIES: dict[str, str] = {
     "KA3": "brokers, cluster-wide defaults and Kafka's internal topics",
     "KA4": "producer and consumer configs, and producer x topic pairs",
     "KA5": "security: listeners, authentication, authorization, TLS in clients",
+    "KA6": "consumer groups behind retention and transactions left open",
 }
 """Rule id families by their first three characters (the registry's numbering)."""
 

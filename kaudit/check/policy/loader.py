@@ -48,7 +48,8 @@ SEVERITIES = tuple(s.value for s in Severity)
 DEFAULT_PROFILE = "durable"
 
 _INT_THRESHOLDS = {"min_replication_factor": 1, "min_insync_replicas": 1,
-                   "min_write_tolerance": 0}
+                   "min_write_tolerance": 0, "group_loss_horizon_hours": 0,
+                   "max_open_transaction_seconds": 0}
 _ACKS_CHOICES = ("0", "1", "all", "-1")
 
 

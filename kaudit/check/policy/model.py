@@ -51,6 +51,12 @@ class Thresholds:
     """Consumers must set enable.auto.commit=false (commit after processing)."""
     loss_accepted: bool = False
     """The profile accepts losing acknowledged writes (logs, metrics); findings say so."""
+    group_loss_horizon_hours: int = 24
+    """Warn when retention deletes a consumer group's oldest unread record within this many
+    hours, unless the group reads past it (0: never warn)."""
+    max_open_transaction_seconds: int = 0
+    """A transaction open longer than this holds read_committed readers back: an error
+    (0: the brokers' transaction.max.timeout.ms, after which Kafka aborts it itself)."""
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Thresholds:
         """A copy with some fields replaced (keys are field names, values validated)."""

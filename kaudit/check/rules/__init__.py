@@ -4,7 +4,7 @@ Importing this package registers every rule; use :func:`all_rules` and
 :func:`get_rule` to reach them.
 """
 
-from kaudit.check.rules import client, cluster, live, meta, security, topic
+from kaudit.check.rules import client, cluster, groups, live, meta, security, topic
 from kaudit.check.rules.registry import (
     Rule,
     RuleDoc,
@@ -22,6 +22,7 @@ __all__ = [
     "client",
     "cluster",
     "get_rule",
+    "groups",
     "live",
     "meta",
     "rule_names",

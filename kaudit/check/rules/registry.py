@@ -15,7 +15,8 @@ Rules return :class:`Violation` records; the engine turns them into
 
 Rule ids are stable: KA0xx policy and access, KA1xx topic durability,
 KA2xx live partition state, KA3xx brokers, cluster and internal topics,
-KA4xx clients and producer x topic pairs.
+KA4xx clients and producer x topic pairs, KA5xx security, KA6xx consumer groups and
+open transactions.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ holds a snapshot fragment plus optional policy and client configs:
   ``partitions`` is a count (healthy, replicas on the first RF brokers) or
   ``[{leader, replicas, isr}]``; configs are ``{name: value | {value, source}}``
   with source DYNAMIC_TOPIC_CONFIG unless given
+- ``offsets``: ``[{topic, partition, log_start, high_watermark, last_stable,
+  open_minutes_ago}]`` (last_stable defaults to high_watermark)
+- ``groups``: ``[{group_id, state, members, offsets: [{topic, partition, committed,
+  unread_minutes_ago}]}]``; minutes are counted back from the snapshot's time
 - ``policy``: a built-in name, an inline policy mapping, or a list of them
 - ``files``: ``{relative name: text}`` written next to the policy
 - ``producer`` / ``consumer``: ``{key: value}`` (or a list of them) written as
@@ -39,6 +43,9 @@ from kaudit.cluster.model import (
     ClusterSnapshot,
     ConfigSource,
     ConfigValue,
+    ConsumerGroup,
+    GroupOffset,
+    PartitionOffsets,
     PartitionState,
     Topic,
     freeze_configs,
@@ -46,6 +53,31 @@ from kaudit.cluster.model import (
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "rules"
 DEFAULT_TODAY = date(2026, 6, 1)
+TAKEN_AT = "2026-06-01T00:00:00+00:00"
+TAKEN_AT_MS = 1_780_272_000_000
+
+
+def _ago(minutes: float | None) -> int | None:
+    return None if minutes is None else int(TAKEN_AT_MS - minutes * 60_000)
+
+
+def _offsets(case: dict[str, Any]) -> tuple[PartitionOffsets, ...]:
+    return tuple(PartitionOffsets(
+        topic=o["topic"], partition=int(o.get("partition", 0)), log_start=int(o["log_start"]),
+        high_watermark=int(o["high_watermark"]),
+        last_stable=int(o.get("last_stable", o["high_watermark"])),
+        open_since_ms=_ago(o.get("open_minutes_ago"))) for o in case.get("offsets", ()))
+
+
+def _groups(case: dict[str, Any]) -> tuple[ConsumerGroup, ...] | None:
+    if "groups" not in case:
+        return None
+    return tuple(ConsumerGroup(
+        group_id=g["group_id"], state=g.get("state", "STABLE"), members=int(g.get("members", 1)),
+        offsets=tuple(GroupOffset(topic=o["topic"], partition=int(o.get("partition", 0)),
+                                  committed=o.get("committed"),
+                                  unread_since_ms=_ago(o.get("unread_minutes_ago")))
+                      for o in g.get("offsets", ()))) for g in case["groups"])
 
 
 def _configs(raw: dict[str, Any] | None, default_source: ConfigSource) -> Any:
@@ -103,9 +135,10 @@ def build_snapshot(case: dict[str, Any]) -> ClusterSnapshot:
                             partitions=partitions))
     return ClusterSnapshot(cluster_id=case.get("cluster_id", "test-cluster"), controller_id=1,
                            brokers=brokers, broker_configs=MappingProxyType(broker_configs),
-                           topics=tuple(topics), taken_at="2026-06-01T00:00:00Z",
+                           topics=tuple(topics), taken_at=TAKEN_AT,
                            origin="live" if live else "manifests", live=live,
-                           unreadable=tuple(case.get("unreadable", ())))
+                           unreadable=tuple(case.get("unreadable", ())),
+                           offsets=_offsets(case), groups=_groups(case))
 
 
 def _as_list(value: Any) -> list[Any]:
