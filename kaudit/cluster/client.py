@@ -288,20 +288,30 @@ class AdminSession:
 
         if not positions:
             return {}
+        from confluent_kafka import KafkaError
+
         consumer = new_consumer(self.settings, None, **{
             "group.id": "kaudit-check-peek", "enable.auto.commit": False,
-            "isolation.level": "read_uncommitted", "enable.partition.eof": False,
+            "isolation.level": "read_uncommitted", "enable.partition.eof": True,
             "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 1 << 16})
         found: dict[tuple[str, int], int] = {}
+        done: set[tuple[str, int]] = set()
         try:
             consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
             deadline = time.monotonic() + within
-            while len(found) < len(positions) and time.monotonic() < deadline:
+            while len(done) < len(positions) and time.monotonic() < deadline:
                 for msg in consumer.consume(500, 0.2):
                     key = (msg.topic(), msg.partition())
-                    if msg.error() is None and key not in found:
+                    error = msg.error()
+                    if key in done or (error is not None
+                                       and error.code() != KafkaError._PARTITION_EOF):
+                        continue
+                    # A position past the last record (e.g. on a transaction marker) has no
+                    # record to time: the partition ends there.
+                    if error is None:
                         found[key] = int(msg.timestamp()[1])
-                        consumer.pause([TopicPartition(*key)])
+                    done.add(key)
+                    consumer.pause([TopicPartition(*key)])
         finally:
             consumer.close()
         return found

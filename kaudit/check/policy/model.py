@@ -51,7 +51,7 @@ class Thresholds:
     """Consumers must set enable.auto.commit=false (commit after processing)."""
     loss_accepted: bool = False
     """The profile accepts losing acknowledged writes (logs, metrics); findings say so."""
-    group_loss_horizon_hours: int = 24
+    group_loss_horizon_hours: int = 6
     """Warn when retention deletes a consumer group's oldest unread record within this many
     hours, unless the group reads past it (0: never warn)."""
     max_open_transaction_seconds: int = 0
