@@ -46,13 +46,14 @@ def read_groups(session: AdminSession, offsets: tuple[PartitionOffsets, ...],
         return ()
     descriptions = _each(session, session.admin.describe_consumer_groups(
         ids, request_timeout=session.settings.timeout), "description", unreadable)
-    committed: dict[str, list[Any]] = {}
+    # One request per group (the API takes one at a time), all sent before any is awaited.
+    pending: dict[str, Any] = {}
     for group_id in ids:
         request = [client.ConsumerGroupTopicPartitions(group_id)]
-        answer = _each(session, session.admin.list_consumer_group_offsets(
-            request, request_timeout=session.settings.timeout), "offsets", unreadable)
-        if group_id in answer:
-            committed[group_id] = list(answer[group_id].topic_partitions or [])
+        pending.update(session.admin.list_consumer_group_offsets(
+            request, request_timeout=session.settings.timeout))
+    committed = {group_id: list(answer.topic_partitions or [])
+                 for group_id, answer in _each(session, pending, "offsets", unreadable).items()}
     ends = {(o.topic, o.partition): o for o in offsets}
     positions = {(tp.topic, tp.partition): tp.offset for tps in committed.values()
                  for tp in tps if tp.offset >= 0 and (tp.topic, tp.partition) in ends
