@@ -71,6 +71,8 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
     audited = audited_topics(snapshot, policies)
     internal = [t for t in snapshot.topics if is_internal(t)]
     default = policies.default_profile
+    transactional = tuple(item.topic.name for item in audited
+                          if item.profile.thresholds.producer_transactions)
     raw: list[tuple[Rule, Violation]] = []
 
     def run(rule: Rule, violations: Iterable[Violation]) -> None:
@@ -86,7 +88,8 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
                 for topic in internal:
                     run(rule, check(topic, TopicContext(snapshot, default)))
         elif rule.scope == "cluster" and policies.rule_enabled(rule.id, default):
-            run(rule, cast(ClusterCheck, rule.check)(ClusterContext(snapshot, default)))
+            run(rule, cast(ClusterCheck, rule.check)(ClusterContext(
+                snapshot, default, transactional)))
         elif rule.scope == "policy" and policies.rule_enabled(rule.id):
             run(rule, cast(PolicyCheck, rule.check)(PolicyContext(policies, today)))
 

@@ -5,22 +5,29 @@ This docstring is the contract (ARCHITECTURE.md, "Contracts").
 For a topic, assuming producers with acks=all:
 
 - ``loss_tolerance`` (broker crashes survived without losing an acknowledged
-  write): min.insync.replicas - 1 with unclean leader election off; 0 with it
-  on (a lagging replica can be elected and the log truncated); 0 with RF=1.
-  When min.insync.replicas > RF no acks=all write is ever acknowledged; the
-  number is then clamped to RF - 1 (there is nothing acknowledged to lose,
-  and no topic survives more crashes than it has extra copies) and the
-  reasons say the topic is never writable with acks=all.
+  write): effective min.insync.replicas - 1 with unclean leader election off;
+  0 with it on (a lagging replica can be elected and the log truncated); 0
+  with RF=1.
+- The *effective* min.insync.replicas is min(min.insync.replicas, RF): since
+  Kafka 3.7 (KAFKA-15583) the brokers cap it at the replica count, for acks=all
+  writes and the high watermark alike, ELR or not; kaudit's lab confirms it
+  (RF=2, min.insync.replicas=3 accepts acks=all writes on 4.3). The cap is
+  applied when the cluster's metadata.version says 3.7 or later, and assumed
+  (the reasons say so) when the version was not read. On a cluster known to be
+  older, min.insync.replicas > RF means no acks=all write is ever accepted; the
+  loss number is then clamped to RF - 1 and the reasons say the topic is never
+  writable with acks=all.
 - ``write_tolerance`` (brokers down while acks=all writes still succeed):
-  RF - min.insync.replicas; 0 means any broker down blocks writes, negative
-  means never writable.
+  RF - effective min.insync.replicas; 0 means any broker down blocks writes,
+  negative (only before 3.7) means never writable.
 - ``semantics`` with no producer config given: the best the topic's settings
   allow. Semantics is about the producer protocol, and failures are counted
   separately by ``loss_tolerance``, so this is ``exactly-once`` whenever acks=all
   writes can succeed (idempotent and transactional producers need acks=all),
-  and ``at-least-once`` when min.insync.replicas > RF (only acks=1 producers
-  with retries can write). When loss_tolerance is 0 the reasons add that a
-  single broker failure can still lose acknowledged writes.
+  and ``at-least-once`` when acks=all writes can never succeed (min.insync.replicas
+  > RF before Kafka 3.7: only acks=1 producers with retries can write). When
+  loss_tolerance is 0 the reasons add that a single broker failure can still lose
+  acknowledged writes.
 
 For a producer -> topic pair:
 
@@ -48,7 +55,12 @@ from kaudit.cluster.model import ClusterSnapshot, Topic
 def _topic_numbers(d: Durability) -> tuple[int, int, list[str]]:
     reasons = [f"RF={d.replication_factor}", f"min.insync.replicas={d.min_isr}",
                f"unclean leader election {'on' if d.unclean else 'off'}"]
-    write_tolerance = d.replication_factor - d.min_isr
+    if d.min_isr > d.replication_factor and d.capped is not False:
+        reasons.append(f"the brokers enforce min(min.insync.replicas, RF)="
+                       f"{d.effective_min_isr} (Kafka 3.7+"
+                       + ("" if d.capped else "; assumed: the cluster's version was not read")
+                       + ")")
+    write_tolerance = d.write_tolerance
     if d.replication_factor <= 1:
         loss_tolerance = 0
         reasons.append("a single copy: any broker loss loses data")

@@ -5,6 +5,7 @@ Everything `kaudit check` evaluates is one of these; rules never talk to Kafka.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -173,6 +174,23 @@ class ClusterSnapshot:
     """Log start, high watermark and last stable offset per partition (read with groups)."""
     groups: tuple[ConsumerGroup, ...] | None = None
     """The consumer groups; None when they were not read (``--no-groups``, manifests)."""
+    features: Mapping[str, str] | None = None
+    """Finalized feature levels by name (``metadata.version``: ``4.3-IV0``,
+    ``transaction.version``: ``2``...); None when they were not read."""
+
+    def feature_level(self, name: str) -> int | None:
+        """A numeric feature's finalized level: 0 when the cluster has not finalized it,
+        None when the features were not read."""
+        if self.features is None:
+            return None
+        level = self.features.get(name, "0")
+        return int(level) if level.isdigit() else None
+
+    @property
+    def kafka_version(self) -> tuple[int, int] | None:
+        """(major, minor) of the finalized metadata.version (``4.3-IV0`` -> (4, 3))."""
+        found = re.match(r"(\d+)\.(\d+)", (self.features or {}).get("metadata.version", ""))
+        return (int(found.group(1)), int(found.group(2))) if found else None
 
     @property
     def broker_ids(self) -> frozenset[int]:
@@ -245,6 +263,7 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
             "offsets": [{"topic": o.topic, "partition": o.partition, "committed": o.committed,
                          "unread_since_ms": o.unread_since_ms} for o in g.offsets],
         } for g in snap.groups],
+        "features": None if snap.features is None else dict(sorted(snap.features.items())),
     }
 
 
@@ -284,4 +303,6 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
                                       committed=o.get("committed"),
                                       unread_since_ms=o.get("unread_since_ms"))
                           for o in g["offsets"])) for g in raw["groups"]),
+        features=None if raw.get("features") is None else MappingProxyType(
+            {str(k): str(v) for k, v in raw["features"].items()}),
     )

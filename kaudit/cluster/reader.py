@@ -17,6 +17,7 @@ from typing import Any
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
+from kaudit.cluster.features import FeatureReader
 from kaudit.cluster.model import (
     ClusterSnapshot,
     ConfigMap,
@@ -119,10 +120,20 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
 def read_snapshot(settings: ConnectionSettings, groups: bool = False) -> ClusterSnapshot:
     """Read brokers, broker configs, topics, topic configs and partition states; with
     ``groups``, also every partition's offsets and the consumer groups
-    (:mod:`kaudit.cluster.groups`)."""
+    (:mod:`kaudit.cluster.groups`); and the finalized features
+    (:mod:`kaudit.cluster.features`)."""
+    session = AdminSession(settings)
+    feature_reader = FeatureReader(settings)  # a JVM: started now, collected at the end
+    try:
+        return _read(session, groups, feature_reader)
+    finally:
+        feature_reader.close()
+
+
+def _read(session: AdminSession, groups: bool, feature_reader: FeatureReader
+          ) -> ClusterSnapshot:
     ResourceType = client.ResourceType
 
-    session = AdminSession(settings)
     cluster_id, controller_id, brokers = session.describe_identity()
     metadata = session.list_topics()
     unreadable: list[str] = []
@@ -165,6 +176,9 @@ def read_snapshot(settings: ConnectionSettings, groups: bool = False) -> Cluster
                                          if not t.internal for p in t.partitions
                                          if p.leader is not None])
         consumer_groups = read_groups(session, offsets, unreadable)
+    features, not_read = feature_reader.result()
+    if not_read:
+        unreadable.append(f"the cluster's finalized features: {not_read}")
     return ClusterSnapshot(
         cluster_id=cluster_id,
         controller_id=controller_id,
@@ -177,4 +191,5 @@ def read_snapshot(settings: ConnectionSettings, groups: bool = False) -> Cluster
         unreadable=tuple(unreadable),
         offsets=offsets,
         groups=consumer_groups,
+        features=None if features is None else MappingProxyType(features),
     )

@@ -101,7 +101,47 @@ def test_guarantees_follow_the_settings(lab: Lab, topics: dict[str, Any]) -> Non
     for key, tolerances in expected.items():
         g = by_topic[f"{prefix}-{key}"]
         assert (g["loss_tolerance"], g["write_tolerance"]) == tolerances, key
-    assert by_topic[f"{prefix}-minisr-gt-rf"]["write_tolerance"] < 0
+    # min.insync.replicas=4 > RF=3: the lab's Kafka (4.3) enforces min(4, 3) = 3.
+    capped = by_topic[f"{prefix}-minisr-gt-rf"]
+    assert (capped["loss_tolerance"], capped["write_tolerance"]) == (2, 0)
+    assert "the brokers enforce min(min.insync.replicas, RF)=3 (Kafka 3.7+)" in capped["reasons"]
+
+
+def test_min_isr_above_rf_is_judged_as_the_brokers_enforce_it(
+        lab: Lab, tmp_path: Path) -> None:
+    """What KA106 says is what the lab does: an RF=2 topic with min.insync.replicas=3
+    takes acks=all writes while both replicas are in sync."""
+    from tests.integration.test_lab import create_topic, produce
+
+    topic = create_topic(lab, partitions=1, rf=2, **{"min.insync.replicas": "3"})
+    try:
+        acked, errors = produce(lab, topic, 5, acks="all")
+        assert (acked, errors) == (5, [])
+        policy = tmp_path / "one.yaml"
+        policy.write_text(f'topics:\n  - match: "{topic}"\n    profile: durable\n'
+                          '  - match: "*"\n    skip: true\n')
+        _, doc, stderr = check_json(lab, "--policy", str(policy))
+        found = {f["rule"]: f for f in doc["findings"] if f["subject"]["name"] == topic}
+        assert "brokers enforce min.insync.replicas=2" in found["KA106"]["message"], stderr
+        assert "older than 3.7" not in found["KA106"]["message"]  # the version was read
+        assert not any(f["rule"] in ("KA202", "KA308", "KA309") for f in doc["findings"])
+        guarantee = next(g for g in doc["guarantees"] if g["topic"] == topic)
+        assert (guarantee["write_tolerance"], guarantee["semantics"]) == (0, "exactly-once")
+    finally:
+        admin(lab).delete_topics([topic])
+
+
+def test_the_labs_features_are_read(lab: Lab, tmp_path: Path) -> None:
+    snap = tmp_path / "snap.json"
+    result = run_kaudit("snapshot", "-b", lab.bootstrap, "-o", str(snap))
+    assert result.code == 0, result.stderr
+    doc = json.loads(snap.read_text())
+    features = doc["features"]
+    assert features["metadata.version"].startswith("4.3")
+    # A new 4.3 cluster runs ELR and KIP-890 transactions.
+    assert (features["eligible.leader.replicas.version"], features["transaction.version"]) \
+        == ("1", "2")
+    assert not any("features" in u for u in doc["unreadable"])
 
 
 def test_acks_1_producer_loses_the_guarantee(lab: Lab, topics: dict[str, Any],

@@ -4,7 +4,16 @@ Importing this package registers every rule; use :func:`all_rules` and
 :func:`get_rule` to reach them.
 """
 
-from kaudit.check.rules import client, cluster, groups, live, meta, security, topic
+from kaudit.check.rules import (
+    client,
+    cluster,
+    features,
+    groups,
+    live,
+    meta,
+    security,
+    topic,
+)
 from kaudit.check.rules.registry import (
     Rule,
     RuleDoc,
@@ -21,6 +30,7 @@ __all__ = [
     "all_rules",
     "client",
     "cluster",
+    "features",
     "get_rule",
     "groups",
     "live",

@@ -88,26 +88,44 @@ class Durability:
 
     replication_factor: int
     min_isr: int
+    """min.insync.replicas as configured."""
     min_isr_value: ConfigValue
     unclean: bool
     unclean_value: ConfigValue
+    capped: bool | None = None
+    """Whether the brokers cap min.insync.replicas at the replica count (Kafka 3.7+,
+    KAFKA-15583): True or False when the cluster's metadata.version says, None when unknown
+    (then judged as capped, the behaviour of every release since 3.7, and said so)."""
+
+    @property
+    def effective_min_isr(self) -> int:
+        """The ISR size acks=all writes need: min(min.insync.replicas, RF) where capped."""
+        if self.capped is False:
+            return self.min_isr
+        return min(self.min_isr, max(1, self.replication_factor))
 
     @property
     def write_tolerance(self) -> int:
-        """Broker losses acks=all writes survive: RF - min.insync.replicas."""
-        return self.replication_factor - self.min_isr
+        """Broker losses acks=all writes survive: RF - effective min.insync.replicas."""
+        return self.replication_factor - self.effective_min_isr
+
+
+#: The release whose brokers began to use min(min.insync.replicas, replica count).
+CAPPED_SINCE = (3, 7)
 
 
 def durability(topic: Topic, snapshot: ClusterSnapshot) -> Durability:
     """Read a topic's effective RF, min.insync.replicas and unclean election setting."""
     min_isr_value = topic_value(topic, snapshot, "min.insync.replicas")
     unclean_value = topic_value(topic, snapshot, "unclean.leader.election.enable")
+    version = snapshot.kafka_version
     return Durability(
         replication_factor=topic.replication_factor,
         min_isr=max(1, as_int(min_isr_value, 1)),
         min_isr_value=min_isr_value,
         unclean=as_bool(unclean_value),
         unclean_value=unclean_value,
+        capped=None if version is None else version >= CAPPED_SINCE,
     )
 
 

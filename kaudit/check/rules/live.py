@@ -61,13 +61,14 @@ def under_min_isr(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
     """ISR below min.insync.replicas (online partitions)."""
     d = durability(topic, ctx.snapshot)
     for part in _live_partitions(topic, ctx):
-        if part.leader is not None and len(part.isr) < d.min_isr:
+        if part.leader is not None and len(part.isr) < d.effective_min_isr:
             yield Violation(partition_subject(topic, part),
                             f"Partition {topic.name}-{part.partition} has only "
                             f"{len(part.isr)} in-sync replica{'s' if len(part.isr) != 1 else ''} "
-                            f"with min.insync.replicas={d.min_isr}, so acks=all writes to it "
-                            "fail now.",
-                            expected=f"ISR size >= {d.min_isr}", actual=f"ISR {_ids(part.isr)}",
+                            f"with min.insync.replicas={d.effective_min_isr}, so acks=all "
+                            "writes to it fail now.",
+                            expected=f"ISR size >= {d.effective_min_isr}",
+                            actual=f"ISR {_ids(part.isr)}",
                             source=d.min_isr_value.source.value, topic=topic.name)
 
 
@@ -84,13 +85,14 @@ def at_min_isr(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
     """ISR == min.isr while replicas are missing from it."""
     d = durability(topic, ctx.snapshot)
     for part in _live_partitions(topic, ctx):
-        if (part.leader is not None and len(part.isr) == d.min_isr
+        if (part.leader is not None and len(part.isr) == d.effective_min_isr
                 and len(part.isr) < len(part.replicas)):
             yield Violation(partition_subject(topic, part),
                             f"Partition {topic.name}-{part.partition} is down to "
-                            f"min.insync.replicas={d.min_isr} in-sync replicas, so one more "
-                            "broker failure blocks acks=all writes.",
-                            expected=f"ISR size > {d.min_isr}", actual=f"ISR {_ids(part.isr)}",
+                            f"min.insync.replicas={d.effective_min_isr} in-sync replicas, so one "
+                            "more broker failure blocks acks=all writes.",
+                            expected=f"ISR size > {d.effective_min_isr}",
+                            actual=f"ISR {_ids(part.isr)}",
                             source=d.min_isr_value.source.value, topic=topic.name)
 
 

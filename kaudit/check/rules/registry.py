@@ -73,6 +73,8 @@ class ClusterContext:
     snapshot: ClusterSnapshot
     profile: Profile
     """The default profile (thresholds for broker defaults and internal topics)."""
+    transactional_topics: tuple[str, ...] = ()
+    """Audited topics whose profile demands transactional producers."""
 
     @property
     def thresholds(self) -> Thresholds:

@@ -138,26 +138,39 @@ def min_isr_blocks_writes(topic: Topic, ctx: TopicContext) -> Iterator[Violation
 
 
 @rule("KA106", "topic.min-isr-exceeds-rf", Severity.error,
-      "min.insync.replicas is larger than the replication factor: never writable with acks=all.",
+      "min.insync.replicas is larger than the replication factor: Kafka enforces a smaller "
+      "value than the one configured.",
       scope="topic",
       what="Checks that min.insync.replicas is not larger than the replication factor, "
-           "whatever the profile.",
-      why="The ISR can never be larger than the replica set, so every acks=all (and every "
-          "idempotent) write fails with NotEnoughReplicas.",
-      example="RF=1 topic inheriting a broker default min.insync.replicas=2.",
+           "whatever the profile, and says what the brokers really enforce.",
+      why="Since Kafka 3.7 the brokers use min(min.insync.replicas, RF) (KAFKA-15583): the "
+          "configured value is not what protects the topic, acks=all writes need every "
+          "replica in sync, and any broker down blocks them. Before 3.7 the ISR can never "
+          "reach the configured value, so every acks=all (and idempotent) write fails with "
+          "NotEnoughReplicas. Kafka's own tools compare the ISR with the raw value "
+          "(KAFKA-21377).",
+      example="RF=2 topic inheriting a broker default min.insync.replicas=3.",
       fix="Set min.insync.replicas on the topic to at most RF-1, or raise the replication "
           "factor.")
 def min_isr_exceeds_rf(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
     """min.isr > RF."""
     d = durability(topic, ctx.snapshot)
-    if d.min_isr > d.replication_factor:
-        yield Violation(topic_subject(topic),
-                        f"Topic {topic.name} has min.insync.replicas={d.min_isr} "
-                        f"({provenance(d.min_isr_value)}) but only {d.replication_factor} "
-                        f"replica{'s' if d.replication_factor != 1 else ''}, so no acks=all "
-                        "write can ever succeed.",
-                        expected=f"<= {d.replication_factor}", actual=str(d.min_isr),
-                        source=d.min_isr_value.source.value, topic=topic.name)
+    if d.min_isr <= d.replication_factor:
+        return
+    replicas = f"{d.replication_factor} replica{'s' if d.replication_factor != 1 else ''}"
+    if d.capped is False:
+        effect = "so no acks=all write can ever succeed (Kafka before 3.7)"
+    else:
+        effect = (f"so the brokers enforce min.insync.replicas={d.effective_min_isr} "
+                  "(min(min.insync.replicas, RF), Kafka 3.7+): acks=all writes need every "
+                  "replica in sync and stop when any broker is down")
+        if d.capped is None:
+            effect += "; a cluster older than 3.7 would refuse every acks=all write"
+    yield Violation(topic_subject(topic),
+                    f"Topic {topic.name} has min.insync.replicas={d.min_isr} "
+                    f"({provenance(d.min_isr_value)}) but only {replicas}, {effect}.",
+                    expected=f"<= {d.replication_factor}", actual=str(d.min_isr),
+                    source=d.min_isr_value.source.value, topic=topic.name)
 
 
 _PINNED = ("min.insync.replicas", "unclean.leader.election.enable")

@@ -15,6 +15,7 @@ holds a snapshot fragment plus optional policy and client configs:
   open_minutes_ago}]`` (last_stable defaults to high_watermark)
 - ``groups``: ``[{group_id, state, members, offsets: [{topic, partition, committed,
   unread_minutes_ago}]}]``; minutes are counted back from the snapshot's time
+- ``features``: ``{name: level}``, the finalized features (absent: not read)
 - ``policy``: a built-in name, an inline policy mapping, or a list of them
 - ``files``: ``{relative name: text}`` written next to the policy
 - ``producer`` / ``consumer``: ``{key: value}`` (or a list of them) written as
@@ -138,7 +139,9 @@ def build_snapshot(case: dict[str, Any]) -> ClusterSnapshot:
                            topics=tuple(topics), taken_at=TAKEN_AT,
                            origin="live" if live else "manifests", live=live,
                            unreadable=tuple(case.get("unreadable", ())),
-                           offsets=_offsets(case), groups=_groups(case))
+                           offsets=_offsets(case), groups=_groups(case),
+                           features=None if "features" not in case else MappingProxyType(
+                               {k: str(v) for k, v in case["features"].items()}))
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -13,7 +13,7 @@ from kaudit.check.guarantees import pair_guarantee, producer_semantics, topic_gu
 
 
 def _topic(rf: int, min_isr: int | None, unclean: bool = False,
-           broker_min_isr: int | None = None) -> tuple[Any, Any]:
+           broker_min_isr: int | None = None, kafka: str | None = None) -> tuple[Any, Any]:
     configs: dict[str, Any] = {"unclean.leader.election.enable": unclean}
     if min_isr is not None:
         configs["min.insync.replicas"] = min_isr
@@ -21,6 +21,8 @@ def _topic(rf: int, min_isr: int | None, unclean: bool = False,
         {"name": "t", "replication_factor": rf, "configs": configs}]}
     if broker_min_isr is not None:
         case["broker_configs"] = {"min.insync.replicas": broker_min_isr}
+    if kafka is not None:
+        case["features"] = {"metadata.version": kafka}
     snap = build_snapshot(case)
     return snap.topics[0], snap
 
@@ -29,23 +31,29 @@ def _client(text: str, role: str = "producer", path: str = "p.properties") -> Cl
     return parse_client_config(text, path, role)  # type: ignore[arg-type]
 
 
-# rf, min.isr, unclean -> loss_tolerance, write_tolerance, semantics at best
+# rf, min.isr, unclean, metadata.version -> loss_tolerance, write_tolerance, semantics at best
 TOPIC_TABLE = [
-    (3, 2, False, 1, 1, Semantics.exactly_once),   # the durable baseline
-    (3, 3, False, 2, 0, Semantics.exactly_once),   # min.isr == RF: any broker down blocks
-    (3, 4, False, 2, -1, Semantics.at_least_once),  # min.isr > RF: never writable
-    (3, 2, True, 0, 1, Semantics.exactly_once),    # unclean election truncates acked data
-    (1, 1, False, 0, 0, Semantics.exactly_once),   # a single copy
-    (2, 1, False, 0, 1, Semantics.exactly_once),   # ISR may shrink to the leader
-    (5, 3, False, 2, 2, Semantics.exactly_once),
-    (1, 2, False, 0, -1, Semantics.at_least_once),
+    (3, 2, False, None, 1, 1, Semantics.exactly_once),   # the durable baseline
+    (3, 3, False, None, 2, 0, Semantics.exactly_once),   # min.isr == RF: any broker down blocks
+    # min.isr > RF: Kafka 3.7+ enforces min(min.isr, RF) (also assumed when the version is
+    # unknown); before 3.7 never writable with acks=all
+    (3, 4, False, None, 2, 0, Semantics.exactly_once),
+    (3, 4, False, "4.3-IV0", 2, 0, Semantics.exactly_once),
+    (3, 4, False, "3.6-IV2", 2, -1, Semantics.at_least_once),
+    (3, 2, True, None, 0, 1, Semantics.exactly_once),    # unclean election truncates acked data
+    (1, 1, False, None, 0, 0, Semantics.exactly_once),   # a single copy
+    (2, 1, False, None, 0, 1, Semantics.exactly_once),   # ISR may shrink to the leader
+    (5, 3, False, None, 2, 2, Semantics.exactly_once),
+    (1, 2, False, None, 0, 0, Semantics.exactly_once),
+    (1, 2, False, "3.6-IV2", 0, -1, Semantics.at_least_once),
 ]
 
 
-@pytest.mark.parametrize(("rf", "min_isr", "unclean", "loss", "write", "semantics"), TOPIC_TABLE)
-def test_topic_guarantee(rf: int, min_isr: int, unclean: bool, loss: int, write: int,
-                         semantics: Semantics) -> None:
-    topic, snap = _topic(rf, min_isr, unclean)
+@pytest.mark.parametrize(("rf", "min_isr", "unclean", "kafka", "loss", "write", "semantics"),
+                         TOPIC_TABLE)
+def test_topic_guarantee(rf: int, min_isr: int, unclean: bool, kafka: str | None, loss: int,
+                         write: int, semantics: Semantics) -> None:
+    topic, snap = _topic(rf, min_isr, unclean, kafka=kafka)
     g = topic_guarantee(topic, snap)
     assert (g.loss_tolerance, g.write_tolerance, g.semantics) == (loss, write, semantics)
     assert g.producer is None
@@ -53,8 +61,18 @@ def test_topic_guarantee(rf: int, min_isr: int, unclean: bool, loss: int, write:
 
 
 def test_never_writable_topic_says_so() -> None:
-    topic, snap = _topic(3, 4)
+    topic, snap = _topic(3, 4, kafka="3.6-IV2")
     assert any("never accepted" in r for r in topic_guarantee(topic, snap).reasons)
+
+
+def test_min_isr_above_rf_says_what_the_brokers_enforce() -> None:
+    topic, snap = _topic(3, 4, kafka="4.3-IV0")
+    reasons = topic_guarantee(topic, snap).reasons
+    assert "the brokers enforce min(min.insync.replicas, RF)=3 (Kafka 3.7+)" in reasons
+    assert "any broker down blocks acks=all writes" in reasons
+    topic, snap = _topic(3, 4)  # the cluster's version unknown: assumed, and said so
+    assert any("assumed: the cluster's version was not read" in r
+               for r in topic_guarantee(topic, snap).reasons)
 
 
 def test_zero_loss_tolerance_says_it_holds_only_without_failures() -> None:
