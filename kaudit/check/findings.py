@@ -5,6 +5,7 @@ One record form feeds every output format (table, json, junit, sarif, github).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -71,6 +72,17 @@ class Semantics(StrEnum):
 
 
 @dataclass(frozen=True)
+class Reader:
+    """A consumer group that reads a topic, and whether it keeps up."""
+
+    group: str
+    lag: int
+    """Records between its committed offsets and the high watermarks (all partitions)."""
+    oldest_unread_age_ms: int | None = None
+    """Age of its oldest unread record when the cluster was read (None: none, or unknown)."""
+
+
+@dataclass(frozen=True)
 class Guarantee:
     """The delivery guarantee a topic (or producer -> topic pair) really has."""
 
@@ -84,6 +96,8 @@ class Guarantee:
     """The producer config this pair is about; None for the topic alone (acks=all assumed)."""
     reasons: tuple[str, ...] = ()
     """Short clauses explaining the numbers, e.g. 'min.insync.replicas=1'."""
+    readers: tuple[Reader, ...] = ()
+    """The consumer groups that read the topic (topic guarantees, when groups were read)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,8 @@ class CheckResult:
     origin: str
     """``live``, ``snapshot:FILE`` or ``manifests``."""
     cluster_id: str | None = None
+    features: Mapping[str, str] | None = None
+    """The cluster's finalized features, when they were read."""
 
     def counts(self) -> dict[str, int]:
         """Unwaived findings per severity, as the JSON ``summary`` has them."""

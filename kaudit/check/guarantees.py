@@ -45,9 +45,10 @@ configuration guarantees; live rules (KA2xx) report the current state.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from kaudit.check.clients import ClientConfig
-from kaudit.check.findings import Guarantee, Semantics
+from kaudit.check.findings import Guarantee, Reader, Semantics
 from kaudit.check.rules.common import Durability, durability
 from kaudit.cluster.model import ClusterSnapshot, Topic
 
@@ -78,6 +79,25 @@ def _topic_numbers(d: Durability) -> tuple[int, int, list[str]]:
     return loss_tolerance, write_tolerance, reasons
 
 
+def topic_readers(topic: Topic, snapshot: ClusterSnapshot) -> tuple[Reader, ...]:
+    """The consumer groups with committed offsets on ``topic``: lag and oldest unread age."""
+    taken = int(datetime.fromisoformat(snapshot.taken_at).timestamp() * 1000)
+    out = []
+    for group in snapshot.groups or ():
+        mine = [o for o in group.offsets if o.topic == topic.name and o.committed is not None]
+        if not mine:
+            continue
+        lag = 0
+        for offset in mine:
+            ends = snapshot.partition_offsets(topic.name, offset.partition)
+            if ends is not None and offset.committed is not None:
+                lag += max(0, ends.high_watermark - max(offset.committed, ends.log_start))
+        since = [o.unread_since_ms for o in mine if o.unread_since_ms is not None]
+        out.append(Reader(group.group_id, lag,
+                          max(0, taken - min(since)) if since and lag else None))
+    return tuple(out)
+
+
 def topic_guarantee(topic: Topic, snapshot: ClusterSnapshot) -> Guarantee:
     """What a topic's settings guarantee to acks=all producers (best semantics allowed)."""
     d = durability(topic, snapshot)
@@ -92,7 +112,8 @@ def topic_guarantee(topic: Topic, snapshot: ClusterSnapshot) -> Guarantee:
         if loss == 0:
             reasons.append("only while no broker fails")
     return Guarantee(topic=topic.name, semantics=semantics, loss_tolerance=loss,
-                     write_tolerance=write, producer=None, reasons=tuple(reasons))
+                     write_tolerance=write, producer=None, reasons=tuple(reasons),
+                     readers=topic_readers(topic, snapshot))
 
 
 def producer_semantics(producer: ClientConfig) -> tuple[Semantics, list[str]]:

@@ -57,6 +57,14 @@ class FindingRecord(TypedDict):
     waived_by: str | None
 
 
+class ReaderRecord(TypedDict):
+    """``guarantees[].readers[]``: a consumer group reading the topic."""
+
+    group: str
+    lag: int
+    oldest_unread_age_ms: int | None
+
+
 class GuaranteeRecord(TypedDict):
     """``guarantees[]`` of the JSON contract."""
 
@@ -66,6 +74,7 @@ class GuaranteeRecord(TypedDict):
     loss_tolerance: int
     write_tolerance: int
     reasons: list[str]
+    readers: list[ReaderRecord]
 
 
 class SummaryRecord(TypedDict):
@@ -86,6 +95,7 @@ class CheckDocument(TypedDict):
     policies: list[str]
     origin: str
     cluster_id: str | None
+    features: dict[str, str] | None
 
 
 def finding_record(finding: Finding) -> FindingRecord:
@@ -112,6 +122,8 @@ def guarantee_record(guarantee: Guarantee) -> GuaranteeRecord:
         "loss_tolerance": guarantee.loss_tolerance,
         "write_tolerance": guarantee.write_tolerance,
         "reasons": list(guarantee.reasons),
+        "readers": [{"group": r.group, "lag": r.lag,
+                     "oldest_unread_age_ms": r.oldest_unread_age_ms} for r in guarantee.readers],
     }
 
 
@@ -130,6 +142,7 @@ def check_document(result: CheckResult) -> CheckDocument:
         "policies": list(result.policies),
         "origin": result.origin,
         "cluster_id": result.cluster_id,
+        "features": None if result.features is None else dict(sorted(result.features.items())),
     }
 
 
@@ -250,6 +263,7 @@ def redacted_result(result: CheckResult) -> CheckResult:
             topic=text(g.topic),
             producer=maybe(g.producer),
             reasons=tuple(text(r) for r in g.reasons),
+            readers=tuple(replace(r, group=text(r.group)) for r in g.readers),
         )
         for g in result.guarantees
     )
@@ -265,6 +279,8 @@ def redacted_result(result: CheckResult) -> CheckResult:
         policies=tuple(text(p) for p in result.policies),
         origin=text(result.origin),
         cluster_id=maybe(result.cluster_id),
+        features=None if result.features is None else {
+            text(k): text(v) for k, v in result.features.items()},
     )
 
 

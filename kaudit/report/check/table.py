@@ -6,7 +6,8 @@ import textwrap
 
 from tabulate import tabulate
 
-from kaudit.check.findings import CheckResult, Finding, Guarantee, Severity
+from kaudit.check.findings import CheckResult, Finding, Guarantee, Reader, Severity
+from kaudit.check.rules.groups import duration
 from kaudit.report.check.record import RenderOptions, summary_line
 
 # Column widths in characters; long messages and paths wrap inside their cell instead of
@@ -70,7 +71,17 @@ def _why(g: Guarantee) -> str:
     reasons = list(g.reasons)
     if g.loss_tolerance == 0 and not any("lose acknowledged" in r for r in reasons):
         reasons.append(LOSS_WARNING)
+    if g.readers:
+        reasons.append("read by " + ", ".join(_reader(r) for r in g.readers))
     return "; ".join(reasons) or "-"
+
+
+def _reader(r: Reader) -> str:
+    if not r.lag:
+        return f"{r.group} (caught up)"
+    age = f", oldest unread {duration(r.oldest_unread_age_ms)}" \
+        if r.oldest_unread_age_ms is not None else ""
+    return f"{r.group} (lag {r.lag}{age})"
 
 
 def _guarantee_row(g: Guarantee) -> list[str]:
@@ -151,11 +162,14 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
     header = f"kaudit check: {result.origin}"
     if result.cluster_id:
         header += f", cluster {result.cluster_id}"
-    heading = f"{header}, policies: {policies}"
+    headings = [f"{header}, policies: {policies}"]
+    if result.features:
+        headings.append("features: " + ", ".join(
+            f"{k}={v}" for k, v in sorted(result.features.items())))
     if options.width is not None:
-        heading = textwrap.fill(heading, options.width, subsequent_indent="  ",
-                                break_on_hyphens=False)
-    lines = [heading, ""]
+        headings = [textwrap.fill(h, options.width, subsequent_indent="  ",
+                                  break_on_hyphens=False) for h in headings]
+    lines = [*headings, ""]
 
     narrow = options.width is not None
     if result.findings and narrow:

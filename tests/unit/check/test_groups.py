@@ -48,3 +48,40 @@ def test_groups_not_read_stay_unknown_and_old_snapshots_still_load() -> None:
     (187_200_000, "2 d 4 h"), (-5, "0 s")])
 def test_durations_read_as_an_operator_says_them(ms: int, text: str) -> None:
     assert duration(ms) == text
+
+
+def test_a_topics_guarantee_names_its_readers_and_whether_they_keep_up() -> None:
+    from kaudit_rule_cases import build_snapshot
+
+    from kaudit.check.engine import evaluate
+    from kaudit.check.guarantees import topic_guarantee
+    from kaudit.check.policy.loader import load_policies
+    from kaudit.report.base import RenderOptions, render
+    from kaudit.report.check import CHECK
+
+    snap = build_snapshot({
+        "topics": [{"name": "orders", "partitions": 2}],
+        "offsets": [{"topic": "orders", "partition": 0, "log_start": 0, "high_watermark": 900},
+                    {"topic": "orders", "partition": 1, "log_start": 0, "high_watermark": 50}],
+        "groups": [
+            {"group_id": "billing", "offsets": [{"topic": "orders", "partition": 0,
+                                                 "committed": 900},
+                                                {"topic": "orders", "partition": 1,
+                                                 "committed": 50}]},
+            {"group_id": "audit", "offsets": [{"topic": "orders", "partition": 0,
+                                               "committed": 800, "unread_minutes_ago": 200},
+                                              {"topic": "orders", "partition": 1,
+                                               "committed": 40, "unread_minutes_ago": 30}]},
+            {"group_id": "other", "offsets": [{"topic": "payments", "committed": 1}]}],
+        "features": {"metadata.version": "4.3-IV0", "transaction.version": 2}})
+    readers = topic_guarantee(snap.topics[0], snap).readers
+    assert [(r.group, r.lag, r.oldest_unread_age_ms) for r in readers] == [
+        ("billing", 0, None), ("audit", 110, 200 * 60_000)]
+    result = evaluate(snap, load_policies(["durable"]))
+    text = render(CHECK, result, "table", RenderOptions(tool_version="0", width=200))
+    assert "read by billing (caught up), audit (lag 110, oldest unread 3 h 20 min)" in text
+    assert "features: metadata.version=4.3-IV0, transaction.version=2" in text
+    doc = json.loads(render(CHECK, result, "json", RenderOptions(tool_version="0")))
+    assert doc["features"] == {"metadata.version": "4.3-IV0", "transaction.version": "2"}
+    assert doc["guarantees"][0]["readers"][1] == {"group": "audit", "lag": 110,
+                                                  "oldest_unread_age_ms": 12_000_000}
