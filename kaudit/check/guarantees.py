@@ -111,6 +111,13 @@ def topic_guarantee(topic: Topic, snapshot: ClusterSnapshot) -> Guarantee:
                        "read_committed consumers")
         if loss == 0:
             reasons.append("only while no broker fails")
+    elr = snapshot.feature_level("eligible.leader.replicas.version")
+    if elr is not None and d.replication_factor > 1 and not d.unclean:
+        reasons.append("ELR on: a replica that left the ISR while it held every acknowledged "
+                       "write stays electable, so losing the last in-sync replica need not "
+                       "take the partition offline" if elr >= 1 else
+                       "ELR off: when the last in-sync replica fails, the partition stays "
+                       "offline until that replica returns")
     return Guarantee(topic=topic.name, semantics=semantics, loss_tolerance=loss,
                      write_tolerance=write, producer=None, reasons=tuple(reasons),
                      readers=topic_readers(topic, snapshot))

@@ -81,6 +81,8 @@ def test_a_topics_guarantee_names_its_readers_and_whether_they_keep_up() -> None
     text = render(CHECK, result, "table", RenderOptions(tool_version="0", width=200))
     assert "read by billing (caught up), audit (lag 110, oldest unread 3 h 20 min)" in text
     assert "features: metadata.version=4.3-IV0, transaction.version=2" in text
+    # eligible.leader.replicas.version not finalized: ELR is off, and the guarantee says so
+    assert "ELR off: when the last in-sync replica fails, the partition stays offline" in text
     doc = json.loads(render(CHECK, result, "json", RenderOptions(tool_version="0")))
     assert doc["features"] == {"metadata.version": "4.3-IV0", "transaction.version": "2"}
     assert doc["guarantees"][0]["readers"][1] == {"group": "audit", "lag": 110,
