@@ -1,10 +1,12 @@
-"""``kaudit cluster``: who the cluster is (id, controller, brokers, topics)."""
+"""``kaudit cluster``: who the cluster is (id, controller, brokers, topics, features)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kaudit.cluster.client import AdminSession
+from kaudit.cluster.features import FeatureReader
 from kaudit.cluster.model import Broker, is_internal_topic
 from kaudit.connect.settings import ConnectionSettings
 
@@ -21,13 +23,21 @@ class ClusterInfo:
     topic_count: int
     """All topics, internal ones included."""
     internal_topic_count: int
+    features: Mapping[str, str] | None = None
+    """Finalized feature levels (None when they could not be read: see ``features_unread``)."""
+    features_unread: str | None = None
 
 
 def read_cluster_info(settings: ConnectionSettings) -> ClusterInfo:
     """Describe the cluster; unreachable or unauthorised clusters raise exit-3 errors."""
     session = AdminSession(settings)
-    cluster_id, controller_id, brokers = session.describe_identity()
-    metadata = session.list_topics()
+    feature_reader = FeatureReader(settings)  # a JVM: started first, collected last
+    try:
+        cluster_id, controller_id, brokers = session.describe_identity()
+        metadata = session.list_topics()
+        features, unread = feature_reader.result()
+    finally:
+        feature_reader.close()
     internal = sum(1 for name in metadata.topics if is_internal_topic(name))
     return ClusterInfo(
         cluster_id=cluster_id,
@@ -35,4 +45,6 @@ def read_cluster_info(settings: ConnectionSettings) -> ClusterInfo:
         brokers=brokers,
         topic_count=len(metadata.topics),
         internal_topic_count=internal,
+        features=features,
+        features_unread=unread,
     )

@@ -23,6 +23,8 @@ def cluster_document(info: ClusterInfo) -> dict[str, Any]:
         "topic_count": info.topic_count,
         "internal_topic_count": info.internal_topic_count,
         "brokers": [asdict(b) for b in info.brokers],
+        "features": None if info.features is None else dict(sorted(info.features.items())),
+        "features_unread": info.features_unread,
     }
 
 
@@ -34,6 +36,9 @@ def cluster_table(info: ClusterInfo) -> str:
             ("controller", info.controller_id if info.controller_id is not None else "-"),
             ("brokers", len(info.brokers)),
             ("topics", f"{info.topic_count} ({info.internal_topic_count} internal)"),
+            *([(f"feature {k}", v) for k, v in sorted(info.features.items())]
+              if info.features is not None
+              else [("features", f"not read: {info.features_unread}")]),
         ],
         tablefmt="plain",
     )
