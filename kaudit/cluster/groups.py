@@ -40,8 +40,9 @@ def read_groups(session: AdminSession, offsets: tuple[PartitionOffsets, ...],
     listed = session.wait(session.admin.list_consumer_groups(
         request_timeout=session.settings.timeout))
     ids = sorted(g.group_id for g in listed.valid)
-    for err in listed.errors:
-        unreadable.append(f"consumer groups of a broker: {kafka_message(err)}")
+    for err in listed.errors:  # KafkaError or KafkaException, by client version
+        text = err.str() if hasattr(err, "str") else kafka_message(err)
+        unreadable.append(f"consumer groups of a broker: {text}")
     if not ids:
         return ()
     descriptions = _each(session, session.admin.describe_consumer_groups(

@@ -143,7 +143,8 @@ def _configure_catalog(spark: Any, sink: SinkSpec) -> None:
 
 
 def _quoted(name: str) -> str:
-    return ".".join(f"`{part}`" for part in name.split("."))
+    """CATALOG.DB.TABLE as Spark SQL identifiers (a backtick in a name is doubled)."""
+    return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
 
 
 def read_sink(spark: Any, sink: SinkSpec) -> Any:

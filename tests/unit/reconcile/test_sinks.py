@@ -37,3 +37,10 @@ def test_bad_sinks_are_input_errors(uri: str, options: dict[str, str], message: 
 def test_an_iceberg_catalog_token_never_shows() -> None:
     parse_sink("iceberg:rest.shop.orders", {"type": "rest", "token": "s3cr3t-t0ken"})
     assert "s3cr3t-t0ken" not in redact("401 with token s3cr3t-t0ken")
+
+
+def test_an_iceberg_name_cannot_break_out_of_its_identifiers() -> None:
+    from kaudit.reconcile.sinks import _quoted
+
+    assert _quoted("lake.shop.orders") == "`lake`.`shop`.`orders`"
+    assert _quoted("lake.shop.x` UNION SELECT 1 --") == "`lake`.`shop`.`x`` UNION SELECT 1 --`"
