@@ -117,7 +117,8 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
     evaluated = tuple(r.info() for r in rules if policies.rule_enabled(r.id))
     return CheckResult(findings=findings, guarantees=guarantees, rules=evaluated,
                        policies=policies.names, origin=snapshot.origin,
-                       cluster_id=snapshot.cluster_id, features=snapshot.features)
+                       cluster_id=snapshot.cluster_id, features=snapshot.features,
+                       features_unread=snapshot.features_unread)
 
 
 def _bindings(policies: PolicySet, producers: Sequence[ClientConfig],

@@ -129,6 +129,8 @@ class CheckResult:
     cluster_id: str | None = None
     features: Mapping[str, str] | None = None
     """The cluster's finalized features, when they were read."""
+    features_unread: str | None = None
+    """Why they were not read, when a live cluster's were not."""
 
     def counts(self) -> dict[str, int]:
         """Unwaived findings per severity, as the JSON ``summary`` has them."""

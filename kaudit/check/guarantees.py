@@ -12,22 +12,18 @@ For a topic, assuming producers with acks=all:
   Kafka 3.7 (KAFKA-15583) the brokers cap it at the replica count, for acks=all
   writes and the high watermark alike, ELR or not; kaudit's lab confirms it
   (RF=2, min.insync.replicas=3 accepts acks=all writes on 4.3). The cap is
-  applied when the cluster's metadata.version says 3.7 or later, and assumed
-  (the reasons say so) when the version was not read. On a cluster known to be
-  older, min.insync.replicas > RF means no acks=all write is ever accepted; the
-  loss number is then clamped to RF - 1 and the reasons say the topic is never
-  writable with acks=all.
+  known when the cluster's metadata.version says 3.7 or later, and assumed (the
+  reasons say so, and that older brokers refuse every acks=all write) otherwise:
+  a metadata.version below 3.7 does not prove old brokers.
 - ``write_tolerance`` (brokers down while acks=all writes still succeed):
-  RF - effective min.insync.replicas; 0 means any broker down blocks writes,
-  negative (only before 3.7) means never writable.
+  RF - effective min.insync.replicas, never negative; 0 means any broker down
+  blocks writes.
 - ``semantics`` with no producer config given: the best the topic's settings
   allow. Semantics is about the producer protocol, and failures are counted
   separately by ``loss_tolerance``, so this is ``exactly-once`` whenever acks=all
   writes can succeed (idempotent and transactional producers need acks=all),
-  and ``at-least-once`` when acks=all writes can never succeed (min.insync.replicas
-  > RF before Kafka 3.7: only acks=1 producers with retries can write). When
-  loss_tolerance is 0 the reasons add that a single broker failure can still lose
-  acknowledged writes.
+  which with the cap is always. When loss_tolerance is 0 the reasons add that a
+  single broker failure can still lose acknowledged writes.
 
 For a producer -> topic pair:
 
@@ -56,11 +52,11 @@ from kaudit.cluster.model import ClusterSnapshot, Topic
 def _topic_numbers(d: Durability) -> tuple[int, int, list[str]]:
     reasons = [f"RF={d.replication_factor}", f"min.insync.replicas={d.min_isr}",
                f"unclean leader election {'on' if d.unclean else 'off'}"]
-    if d.min_isr > d.replication_factor and d.capped is not False:
+    if d.min_isr > d.replication_factor:
         reasons.append(f"the brokers enforce min(min.insync.replicas, RF)="
                        f"{d.effective_min_isr} (Kafka 3.7+"
-                       + ("" if d.capped else "; assumed: the cluster's version was not read")
-                       + ")")
+                       + ("" if d.capped_known else "; assumed: metadata.version does not "
+                          "prove it; older brokers refuse every acks=all write") + ")")
     write_tolerance = d.write_tolerance
     if d.replication_factor <= 1:
         loss_tolerance = 0
@@ -72,15 +68,15 @@ def _topic_numbers(d: Durability) -> tuple[int, int, list[str]]:
         loss_tolerance = min(d.min_isr, d.replication_factor) - 1
         if d.min_isr == 1:
             reasons.append("the ISR may shrink to the leader alone")
-    if write_tolerance < 0:
-        reasons.append("min.insync.replicas > RF: acks=all writes are never accepted")
-    elif write_tolerance == 0:
+    if write_tolerance == 0:
         reasons.append("any broker down blocks acks=all writes")
     return loss_tolerance, write_tolerance, reasons
 
 
 def topic_readers(topic: Topic, snapshot: ClusterSnapshot) -> tuple[Reader, ...]:
     """The consumer groups with committed offsets on ``topic``: lag and oldest unread age."""
+    if not snapshot.groups:
+        return ()
     taken = int(datetime.fromisoformat(snapshot.taken_at).timestamp() * 1000)
     out = []
     for group in snapshot.groups or ():
@@ -102,15 +98,13 @@ def topic_guarantee(topic: Topic, snapshot: ClusterSnapshot) -> Guarantee:
     """What a topic's settings guarantee to acks=all producers (best semantics allowed)."""
     d = durability(topic, snapshot)
     loss, write, reasons = _topic_numbers(d)
-    if write < 0:
-        semantics = Semantics.at_least_once
-        reasons.append("at best at-least-once: only acks=1 producers with retries can write")
-    else:
-        semantics = Semantics.exactly_once
-        reasons.append("exactly-once at best, with idempotent or transactional producers and "
-                       "read_committed consumers")
-        if loss == 0:
-            reasons.append("only while no broker fails")
+    # acks=all writes can always succeed while every replica is in sync: the brokers cap
+    # min.insync.replicas at RF (Kafka 3.7+), so the best a topic allows is exactly-once.
+    semantics = Semantics.exactly_once
+    reasons.append("exactly-once at best, with idempotent or transactional producers and "
+                   "read_committed consumers")
+    if loss == 0:
+        reasons.append("only while no broker fails")
     elr = snapshot.feature_level("eligible.leader.replicas.version")
     if elr is not None and d.replication_factor > 1 and not d.unclean:
         reasons.append("ELR on: a replica that left the ISR while it held every acknowledged "
@@ -152,8 +146,6 @@ def pair_guarantee(producer: ClientConfig, topic: Topic, snapshot: ClusterSnapsh
     if producer.acks != "all":
         loss = 0
         reasons.append(f"acks={producer.acks}: acknowledged before any follower has the write")
-    elif write < 0:
-        reasons.append("this producer's writes to the topic always fail")
     if semantics is Semantics.exactly_once:
         if consumers and all(c.read_committed for c in consumers):
             reasons.append("consumers read_committed; the sink must be idempotent or "

@@ -244,15 +244,20 @@ class AdminSession:
 
     def list_offsets_of(self, partitions: list[tuple[str, int]],
                         spec: Literal["earliest", "latest"] | int,
-                        read_committed: bool = False) -> dict[tuple[str, int], int]:
-        """:meth:`list_offsets` for partitions of any topics at once, by (topic, partition)."""
+                        read_committed: bool = False,
+                        failed: dict[tuple[str, int], str] | None = None
+                        ) -> dict[tuple[str, int], int]:
+        """:meth:`list_offsets` for partitions of any topics at once, by (topic, partition).
+
+        A partition whose answer is an error is asked again (alone with the others that
+        failed) until the deadline. Then, with ``failed``, its error goes there and the
+        others are returned (a topic deleted meanwhile, a leader just lost); without it, the
+        read fails as a whole (exit 3)."""
         from concurrent.futures import TimeoutError as FutureTimeout
 
         from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        if not partitions:
-            return {}
         specs: Any = OffsetSpec  # untyped in confluent-kafka
         offset_spec = (specs.earliest() if spec == "earliest" else specs.latest()
                        if spec == "latest" else specs.for_timestamp(spec))
@@ -260,57 +265,67 @@ class AdminSession:
                  else IsolationLevel.READ_UNCOMMITTED)
         timeout = self.settings.timeout
         deadline = time.monotonic() + max(timeout, 10)
-        while True:
+        found: dict[tuple[str, int], int] = {}
+        pending = list(dict.fromkeys(partitions))
+        while pending:
             futures = self.admin.list_offsets(
-                {TopicPartition(t, p): offset_spec for t, p in partitions},
+                {TopicPartition(t, p): offset_spec for t, p in pending},
                 isolation_level=level, request_timeout=timeout)
-            try:
-                # Python's wait outlasts librdkafka's, so a slow answer is librdkafka's
-                # timeout.
-                return {(tp.topic, tp.partition): int(f.result(timeout=timeout + 5).offset)
-                        for tp, f in futures.items()}
-            except (KafkaException, FutureTimeout) as exc:
-                # Right after a broker restart, leaders and their epochs can be briefly out
-                # of step (UNKNOWN_LEADER_EPOCH, NOT_LEADER...; librdkafka does not flag
-                # these admin errors retriable): ask again until the deadline. Bad
-                # credentials are not cured by asking again.
-                if time.monotonic() >= deadline or self.collector.fatal():
-                    raise self.unreachable(exc) from None
-                time.sleep(0.3)
+            errors: dict[tuple[str, int], BaseException] = {}
+            for tp, future in futures.items():
+                try:
+                    # Python's wait outlasts librdkafka's, so a slow answer is librdkafka's
+                    # timeout.
+                    found[(tp.topic, tp.partition)] = int(future.result(timeout=timeout + 5)
+                                                          .offset)
+                except (KafkaException, FutureTimeout) as exc:
+                    errors[(tp.topic, tp.partition)] = exc
+            pending = list(errors)
+            if not pending:
+                break
+            # Right after a broker restart, leaders and their epochs can be briefly out of
+            # step (UNKNOWN_LEADER_EPOCH, NOT_LEADER...; librdkafka does not flag these admin
+            # errors retriable): ask again until the deadline. Bad credentials are not cured
+            # by asking again.
+            if time.monotonic() >= deadline or self.collector.fatal():
+                if failed is None or self.collector.fatal():
+                    raise self.unreachable(next(iter(errors.values()))) from None
+                for key, error in errors.items():
+                    failed[key] = kafka_message(error) or error.__class__.__name__
+                break
+            time.sleep(0.3)
+        return found
 
     def record_times(self, positions: dict[tuple[str, int], int],
-                     within: float) -> dict[tuple[str, int], int]:
+                     within: float) -> dict[tuple[str, int], int | None]:
         """The timestamp (epoch ms) of the first record at or after each position, read
         uncommitted by an assigned consumer that never joins or commits to its group, one
-        record per partition; partitions that gave nothing ``within`` seconds are left
-        out."""
-        from confluent_kafka import TopicPartition
+        record per partition. A partition that ends at its position maps to None (nothing
+        to time); one that gave no answer ``within`` seconds, or an error, is left out, so
+        the caller can say it was not read. Records without a time (-1) map to None."""
+        from confluent_kafka import KafkaError, TopicPartition
 
         if not positions:
             return {}
-        from confluent_kafka import KafkaError
-
         consumer = new_consumer(self.settings, None, **{
             "group.id": "kaudit-check-peek", "enable.auto.commit": False,
             "isolation.level": "read_uncommitted", "enable.partition.eof": True,
             "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 1 << 16})
-        found: dict[tuple[str, int], int] = {}
-        done: set[tuple[str, int]] = set()
+        found: dict[tuple[str, int], int | None] = {}
         try:
             consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
             deadline = time.monotonic() + within
-            while len(done) < len(positions) and time.monotonic() < deadline:
+            while len(found) < len(positions) and time.monotonic() < deadline:
                 for msg in consumer.consume(500, 0.2):
                     key = (msg.topic(), msg.partition())
                     error = msg.error()
-                    if key in done or (error is not None
-                                       and error.code() != KafkaError._PARTITION_EOF):
+                    if key in found or (error is not None
+                                        and error.code() != KafkaError._PARTITION_EOF):
                         continue
                     # A position past the last record (e.g. on a transaction marker) has no
                     # record to time: the partition ends there.
-                    if error is None:
-                        found[key] = int(msg.timestamp()[1])
-                    done.add(key)
+                    stamp = int(msg.timestamp()[1]) if error is None else -1
+                    found[key] = stamp if stamp >= 0 else None
                     consumer.pause([TopicPartition(*key)])
         finally:
             consumer.close()

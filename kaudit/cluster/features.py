@@ -11,10 +11,7 @@ are missing, or the command fails, the snapshot has no features and says why.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
 from kaudit.cluster.client import java_client_options
 from kaudit.connect.redact import redact
@@ -44,9 +41,11 @@ def tools_classpath() -> str | None:
 
 
 def properties_text(options: dict[str, str]) -> str:
-    """Java client options as a .properties file (backslashes and line breaks escaped)."""
+    """Java client options as a .properties file: backslashes and line breaks escaped, and
+    every character outside printable ASCII as \\uXXXX (Java reads the file as Latin-1)."""
     def escape(value: str) -> str:
-        return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        value = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        return "".join(c if " " <= c <= "~" else f"\\u{ord(c):04x}" for c in value)
 
     return "".join(f"{key}={escape(value)}\n" for key, value in sorted(options.items()))
 
@@ -57,7 +56,6 @@ class FeatureReader:
     def __init__(self, settings: ConnectionSettings) -> None:
         self.reason: str | None = None
         self._proc: subprocess.Popen[str] | None = None
-        self._dir: str | None = None
         self._timeout = settings.timeout + JVM_SECONDS
         classpath = tools_classpath()
         if classpath is None:
@@ -74,20 +72,21 @@ class FeatureReader:
                    if k != "bootstrap.servers"}
         # Kafka's Admin client waits a minute by default; kaudit's --timeout bounds it.
         options.update({"default.api.timeout.ms": wait_ms, "request.timeout.ms": wait_ms})
-        # The connection's secrets go in a file only this user can read, removed after.
-        self._dir = tempfile.mkdtemp(prefix="kaudit-features-")
-        config = Path(self._dir) / "client.properties"
-        config.touch(mode=0o600)
-        config.write_text(properties_text(options), encoding="utf-8")
+        # The connection's settings (secrets included) reach the JVM through a pipe read as
+        # the command config: nothing is written to disk, so nothing can be left behind.
         command = [java, "-cp", classpath, FEATURE_COMMAND, "--bootstrap-server",
-                   settings.bootstrap_servers, "--command-config", str(config), "describe"]
+                   settings.bootstrap_servers, "--command-config", "/dev/stdin", "describe"]
         try:
             self._proc = subprocess.Popen(command, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                          text=True)
+                                          stderr=subprocess.PIPE, stdin=subprocess.PIPE,
+                                          text=True, encoding="ascii")
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(properties_text(options))
+            self._proc.stdin.close()
+            self._proc.stdin = None  # written and closed: communicate() has nothing to send
         except OSError as exc:
-            self.reason = f"cannot run Java: {exc}"
-            self._clean()
+            self.reason = f"cannot run Java: {exc.__class__.__name__}"
+            self.close()
 
     def result(self) -> tuple[dict[str, str] | None, str | None]:
         """The finalized features, or None and why they were not read."""
@@ -96,11 +95,8 @@ class FeatureReader:
         try:
             out, err = self._proc.communicate(timeout=self._timeout)
         except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.communicate()
+            self.close()
             return None, f"Kafka's FeatureCommand gave no answer within {self._timeout:g}s"
-        finally:
-            self._clean()
         features = parse_features(out)
         if self._proc.returncode != 0 or not features:
             lines = [ln.strip() for ln in (err or out).splitlines() if ln.strip()]
@@ -114,9 +110,3 @@ class FeatureReader:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.communicate()
-        self._clean()
-
-    def _clean(self) -> None:
-        if self._dir:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None

@@ -16,22 +16,62 @@ from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
 from kaudit.cluster.model import ConsumerGroup, GroupOffset, PartitionOffsets
 
-#: Seconds to spend reading the timestamps of lagging and held-back partitions.
+#: Seconds at least to spend reading record times (the connection timeout if longer).
 PEEK_SECONDS = 5.0
+#: Rounds of record-time reads: one position per partition each, so as many as the most
+#: distinct committed offsets any lagging partition has among its groups.
+PEEK_ROUNDS = 10
 
 
-def read_offsets(session: AdminSession,
-                 partitions: list[tuple[str, int]]) -> tuple[PartitionOffsets, ...]:
-    """Log start, high watermark and last stable offset of every partition."""
-    starts = session.list_offsets_of(partitions, "earliest")
-    ends = session.list_offsets_of(partitions, "latest")
-    stable = session.list_offsets_of(partitions, "latest", read_committed=True)
-    held = {tp: stable[tp] for tp in partitions if stable[tp] < ends[tp]}
-    since = session.record_times(held, PEEK_SECONDS)
+def read_offsets(session: AdminSession, partitions: list[tuple[str, int]],
+                 unreadable: list[str]) -> tuple[PartitionOffsets, ...]:
+    """Log start, high watermark and last stable offset of every partition; a partition
+    that does not answer (deleted meanwhile, leader lost) goes to ``unreadable``."""
+    failed: dict[tuple[str, int], str] = {}
+    starts = session.list_offsets_of(partitions, "earliest", failed=failed)
+    ends = session.list_offsets_of(partitions, "latest", failed=failed)
+    stable = session.list_offsets_of(partitions, "latest", read_committed=True, failed=failed)
+    for (t, p), why in sorted(failed.items()):
+        unreadable.append(f"offsets of {t}-{p}: {why}")
+    read = [tp for tp in partitions if tp in starts and tp in ends and tp in stable]
+    held = {tp: stable[tp] for tp in read if stable[tp] < ends[tp]}
+    since = _times(session, {(t, p, o) for (t, p), o in held.items()}, unreadable,
+                   "the start of an open transaction")
     return tuple(PartitionOffsets(topic=t, partition=p, log_start=starts[(t, p)],
                                   high_watermark=ends[(t, p)], last_stable=stable[(t, p)],
-                                  open_since_ms=since.get((t, p)))
-                 for t, p in partitions)
+                                  open_since_ms=since.get((t, p, stable[(t, p)])))
+                 for t, p in read)
+
+
+def _times(session: AdminSession, wanted: set[tuple[str, int, int]], unreadable: list[str],
+           what: str) -> dict[tuple[str, int, int], int]:
+    """The record time at each (topic, partition, offset), read in rounds of one offset per
+    partition; what stays unread is said in ``unreadable``."""
+    within = max(PEEK_SECONDS, session.settings.timeout)
+    times: dict[tuple[str, int, int], int] = {}
+    left = sorted(wanted)
+    for _ in range(PEEK_ROUNDS):
+        if not left:
+            break
+        batch: dict[tuple[str, int], int] = {}
+        for t, p, o in left:
+            batch.setdefault((t, p), o)
+        answered = session.record_times(batch, within)
+        for (t, p), stamp in answered.items():
+            if stamp is not None:
+                times[(t, p, batch[(t, p)])] = stamp
+        done = {(t, p, o) for (t, p), o in batch.items() if (t, p) in answered}
+        unanswered = [(t, p, o) for (t, p), o in batch.items() if (t, p) not in answered]
+        left = [x for x in left if x not in done and x not in unanswered]
+        if unanswered:
+            t, p, o = unanswered[0]
+            unreadable.append(f"the record times of {len(unanswered)} position(s), e.g. "
+                              f"{t}-{p} at offset {o} ({what}): no answer within {within:g}s")
+    if left:
+        t, p, o = left[0]
+        unreadable.append(f"the record times of {len(left)} more position(s), e.g. {t}-{p} "
+                          f"at offset {o} ({what}): more than {PEEK_ROUNDS} per partition")
+    return times
 
 
 def read_groups(session: AdminSession, offsets: tuple[PartitionOffsets, ...],
@@ -56,11 +96,12 @@ def read_groups(session: AdminSession, offsets: tuple[PartitionOffsets, ...],
     committed = {group_id: list(answer.topic_partitions or [])
                  for group_id, answer in _each(session, pending, "offsets", unreadable).items()}
     ends = {(o.topic, o.partition): o for o in offsets}
-    positions = {(tp.topic, tp.partition): tp.offset for tps in committed.values()
+    # Each group's own position: groups on one partition sit at different offsets.
+    positions = {(tp.topic, tp.partition, tp.offset) for tps in committed.values()
                  for tp in tps if tp.offset >= 0 and (tp.topic, tp.partition) in ends
                  and ends[(tp.topic, tp.partition)].log_start <= tp.offset
                  < ends[(tp.topic, tp.partition)].high_watermark}
-    unread_since = session.record_times(positions, PEEK_SECONDS)
+    unread_since = _times(session, positions, unreadable, "a lagging group's next record")
     groups = []
     for group_id in ids:
         if group_id not in descriptions or group_id not in committed:
@@ -69,8 +110,8 @@ def read_groups(session: AdminSession, offsets: tuple[PartitionOffsets, ...],
         found = {(tp.topic, tp.partition): GroupOffset(
             topic=tp.topic, partition=tp.partition,
             committed=tp.offset if tp.offset >= 0 else None,
-            unread_since_ms=unread_since.get((tp.topic, tp.partition)) if tp.offset >= 0
-            else None) for tp in committed[group_id]}
+            unread_since_ms=unread_since.get((tp.topic, tp.partition, tp.offset))
+            if tp.offset >= 0 else None) for tp in committed[group_id]}
         # Partitions the members read but never committed on: auto.offset.reset's choice.
         for member in described.members or ():
             assignment = getattr(member, "assignment", None)

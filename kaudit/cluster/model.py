@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
 from types import MappingProxyType
@@ -177,6 +178,8 @@ class ClusterSnapshot:
     features: Mapping[str, str] | None = None
     """Finalized feature levels by name (``metadata.version``: ``4.3-IV0``,
     ``transaction.version``: ``2``...); None when they were not read."""
+    features_unread: str | None = None
+    """Why the features were not read (no Java, no Kafka jars, the command failed)."""
 
     def feature_level(self, name: str) -> int | None:
         """A numeric feature's finalized level: 0 when the cluster has not finalized it,
@@ -264,6 +267,7 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
                          "unread_since_ms": o.unread_since_ms} for o in g.offsets],
         } for g in snap.groups],
         "features": None if snap.features is None else dict(sorted(snap.features.items())),
+        "features_unread": snap.features_unread,
     }
 
 
@@ -271,6 +275,9 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
     """Rebuild a snapshot from its JSON document. Raises KeyError/TypeError/ValueError."""
     if raw.get("schema") != SNAPSHOT_SCHEMA:
         raise ValueError(f"schema is {raw.get('schema')!r}, expected {SNAPSHOT_SCHEMA!r}")
+    # Ages (groups, open transactions) are measured from taken_at: it must be a time.
+    if datetime.fromisoformat(str(raw["taken_at"])).tzinfo is None:
+        raise ValueError(f"taken_at {raw['taken_at']!r} has no time zone")
     return ClusterSnapshot(
         cluster_id=raw.get("cluster_id"),
         controller_id=raw.get("controller_id"),
@@ -305,4 +312,5 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
                           for o in g["offsets"])) for g in raw["groups"]),
         features=None if raw.get("features") is None else MappingProxyType(
             {str(k): str(v) for k, v in raw["features"].items()}),
+        features_unread=raw.get("features_unread"),
     )

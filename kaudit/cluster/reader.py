@@ -174,11 +174,10 @@ def _read(session: AdminSession, groups: bool, feature_reader: FeatureReader
 
         offsets = read_offsets(session, [(t.name, p.partition) for t in topics
                                          if not t.internal for p in t.partitions
-                                         if p.leader is not None])
+                                         if p.leader is not None], unreadable)
         consumer_groups = read_groups(session, offsets, unreadable)
+    # Not an access problem (KA002): the features need Java and Kafka's jars on this side.
     features, not_read = feature_reader.result()
-    if not_read:
-        unreadable.append(f"the cluster's finalized features: {not_read}")
     return ClusterSnapshot(
         cluster_id=cluster_id,
         controller_id=controller_id,
@@ -192,4 +191,5 @@ def _read(session: AdminSession, groups: bool, feature_reader: FeatureReader
         offsets=offsets,
         groups=consumer_groups,
         features=None if features is None else MappingProxyType(features),
+        features_unread=not_read,
     )

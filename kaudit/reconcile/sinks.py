@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from kaudit.connect.redact import register_secret
+from kaudit.connect.redact import is_secret_key, register_secret
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.reconcile.spark import error_line
 
@@ -99,9 +99,11 @@ def _parse_iceberg(uri: str, location: str, opts: dict[str, str]) -> SinkSpec:
     parts = location.split(".")
     if len(parts) < 3 or not all(parts):
         raise InputError(f"--sink {uri}: expected iceberg:CATALOG.DB.TABLE")
-    for key in _ICEBERG_SECRETS:
-        if key in opts:
-            register_secret(opts[key])
+    for key, value in opts.items():
+        # Exact names (token, credential...), any key that names a credential
+        # (adls.sas-token.ACCOUNT...) and HTTP headers sent to a REST catalog.
+        if key in _ICEBERG_SECRETS or is_secret_key(key) or key.lower().startswith("header."):
+            register_secret(value)
     snapshot = opts.pop("snapshot-id", None)
     if snapshot is not None and not snapshot.isdigit():
         raise InputError(f"--sink-option snapshot-id={snapshot}: expected a snapshot id "

@@ -84,7 +84,10 @@ def quiet_pyspark_errors() -> None:
     """Keep pyspark from printing the errors kaudit reports itself (once, in one line)."""
     import logging
 
-    from pyspark.logger import PySparkLogger
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # no pyspark: start_session says so in one line
+        return
 
     for name in _PYSPARK_ERROR_LOGGERS:
         # A PySparkLogger, as pyspark would make it: it logs with keywords a plain one refuses.

@@ -92,16 +92,15 @@ class Durability:
     min_isr_value: ConfigValue
     unclean: bool
     unclean_value: ConfigValue
-    capped: bool | None = None
-    """Whether the brokers cap min.insync.replicas at the replica count (Kafka 3.7+,
-    KAFKA-15583): True or False when the cluster's metadata.version says, None when unknown
-    (then judged as capped, the behaviour of every release since 3.7, and said so)."""
+    capped_known: bool = False
+    """The cluster's metadata.version is 3.7 or later, so its brokers certainly cap
+    min.insync.replicas at the replica count (KAFKA-15583). A lower or unread
+    metadata.version proves nothing (brokers upgraded to 3.7+ may keep an older one): the
+    cap is then assumed, as every release since 3.7 applies it, and the findings say so."""
 
     @property
     def effective_min_isr(self) -> int:
-        """The ISR size acks=all writes need: min(min.insync.replicas, RF) where capped."""
-        if self.capped is False:
-            return self.min_isr
+        """The ISR size acks=all writes need: min(min.insync.replicas, RF)."""
         return min(self.min_isr, max(1, self.replication_factor))
 
     @property
@@ -125,7 +124,7 @@ def durability(topic: Topic, snapshot: ClusterSnapshot) -> Durability:
         min_isr_value=min_isr_value,
         unclean=as_bool(unclean_value),
         unclean_value=unclean_value,
-        capped=None if version is None else version >= CAPPED_SINCE,
+        capped_known=version is not None and version >= CAPPED_SINCE,
     )
 
 

@@ -60,7 +60,9 @@ def elr_off(ctx: ClusterContext) -> Iterator[Violation]:
 def transactions_without_kip890(ctx: ClusterContext) -> Iterator[Violation]:
     """transaction.version < 2 where transactions are demanded."""
     level = ctx.snapshot.feature_level(TRANSACTIONS)
-    if level is None or level >= 2:
+    version = ctx.snapshot.kafka_version
+    # transaction.version 2 exists from Kafka 4.0: on 3.x there is nothing to finalize.
+    if level is None or level >= 2 or version is None or version < (4, 0):
         return
     topics = ctx.transactional_topics
     if not topics and not ctx.thresholds.producer_transactions:

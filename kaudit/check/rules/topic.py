@@ -158,14 +158,11 @@ def min_isr_exceeds_rf(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
     if d.min_isr <= d.replication_factor:
         return
     replicas = f"{d.replication_factor} replica{'s' if d.replication_factor != 1 else ''}"
-    if d.capped is False:
-        effect = "so no acks=all write can ever succeed (Kafka before 3.7)"
-    else:
-        effect = (f"so the brokers enforce min.insync.replicas={d.effective_min_isr} "
-                  "(min(min.insync.replicas, RF), Kafka 3.7+): acks=all writes need every "
-                  "replica in sync and stop when any broker is down")
-        if d.capped is None:
-            effect += "; a cluster older than 3.7 would refuse every acks=all write"
+    effect = (f"so the brokers enforce min.insync.replicas={d.effective_min_isr} "
+              "(min(min.insync.replicas, RF), Kafka 3.7+): acks=all writes need every "
+              "replica in sync and stop when any broker is down")
+    if not d.capped_known:
+        effect += "; brokers older than 3.7 would refuse every acks=all write"
     yield Violation(topic_subject(topic),
                     f"Topic {topic.name} has min.insync.replicas={d.min_isr} "
                     f"({provenance(d.min_isr_value)}) but only {replicas}, {effect}.",

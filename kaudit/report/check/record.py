@@ -96,6 +96,7 @@ class CheckDocument(TypedDict):
     origin: str
     cluster_id: str | None
     features: dict[str, str] | None
+    features_unread: str | None
 
 
 def finding_record(finding: Finding) -> FindingRecord:
@@ -143,6 +144,7 @@ def check_document(result: CheckResult) -> CheckDocument:
         "origin": result.origin,
         "cluster_id": result.cluster_id,
         "features": None if result.features is None else dict(sorted(result.features.items())),
+        "features_unread": result.features_unread,
     }
 
 
@@ -281,6 +283,7 @@ def redacted_result(result: CheckResult) -> CheckResult:
         cluster_id=maybe(result.cluster_id),
         features=None if result.features is None else {
             text(k): text(v) for k, v in result.features.items()},
+        features_unread=maybe(result.features_unread),
     )
 
 

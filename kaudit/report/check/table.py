@@ -166,6 +166,8 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
     if result.features:
         headings.append("features: " + ", ".join(
             f"{k}={v}" for k, v in sorted(result.features.items())))
+    elif result.features_unread:
+        headings.append(f"features: not read ({result.features_unread})")
     if options.width is not None:
         headings = [textwrap.fill(h, options.width, subsequent_indent="  ",
                                   break_on_hyphens=False) for h in headings]

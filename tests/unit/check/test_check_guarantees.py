@@ -35,17 +35,17 @@ def _client(text: str, role: str = "producer", path: str = "p.properties") -> Cl
 TOPIC_TABLE = [
     (3, 2, False, None, 1, 1, Semantics.exactly_once),   # the durable baseline
     (3, 3, False, None, 2, 0, Semantics.exactly_once),   # min.isr == RF: any broker down blocks
-    # min.isr > RF: Kafka 3.7+ enforces min(min.isr, RF) (also assumed when the version is
-    # unknown); before 3.7 never writable with acks=all
+    # min.isr > RF: Kafka 3.7+ enforces min(min.isr, RF) (assumed when metadata.version
+    # does not prove 3.7+: brokers may run 3.7+ with an older metadata.version)
     (3, 4, False, None, 2, 0, Semantics.exactly_once),
     (3, 4, False, "4.3-IV0", 2, 0, Semantics.exactly_once),
-    (3, 4, False, "3.6-IV2", 2, -1, Semantics.at_least_once),
+    (3, 4, False, "3.6-IV2", 2, 0, Semantics.exactly_once),
     (3, 2, True, None, 0, 1, Semantics.exactly_once),    # unclean election truncates acked data
     (1, 1, False, None, 0, 0, Semantics.exactly_once),   # a single copy
     (2, 1, False, None, 0, 1, Semantics.exactly_once),   # ISR may shrink to the leader
     (5, 3, False, None, 2, 2, Semantics.exactly_once),
     (1, 2, False, None, 0, 0, Semantics.exactly_once),
-    (1, 2, False, "3.6-IV2", 0, -1, Semantics.at_least_once),
+    (1, 2, False, "3.6-IV2", 0, 0, Semantics.exactly_once),
 ]
 
 
@@ -60,19 +60,15 @@ def test_topic_guarantee(rf: int, min_isr: int, unclean: bool, kafka: str | None
     assert f"min.insync.replicas={min_isr}" in g.reasons
 
 
-def test_never_writable_topic_says_so() -> None:
-    topic, snap = _topic(3, 4, kafka="3.6-IV2")
-    assert any("never accepted" in r for r in topic_guarantee(topic, snap).reasons)
-
-
 def test_min_isr_above_rf_says_what_the_brokers_enforce() -> None:
     topic, snap = _topic(3, 4, kafka="4.3-IV0")
     reasons = topic_guarantee(topic, snap).reasons
     assert "the brokers enforce min(min.insync.replicas, RF)=3 (Kafka 3.7+)" in reasons
     assert "any broker down blocks acks=all writes" in reasons
-    topic, snap = _topic(3, 4)  # the cluster's version unknown: assumed, and said so
-    assert any("assumed: the cluster's version was not read" in r
-               for r in topic_guarantee(topic, snap).reasons)
+    for kafka in (None, "3.6-IV2"):  # not proven by metadata.version: assumed, and said so
+        topic, snap = _topic(3, 4, kafka=kafka)
+        assert any("assumed: metadata.version does not prove it; older brokers refuse every "
+                   "acks=all write" in r for r in topic_guarantee(topic, snap).reasons)
 
 
 def test_zero_loss_tolerance_says_it_holds_only_without_failures() -> None:

@@ -87,3 +87,13 @@ def test_a_topics_guarantee_names_its_readers_and_whether_they_keep_up() -> None
     assert doc["features"] == {"metadata.version": "4.3-IV0", "transaction.version": "2"}
     assert doc["guarantees"][0]["readers"][1] == {"group": "audit", "lag": 110,
                                                   "oldest_unread_age_ms": 12_000_000}
+
+
+def test_a_snapshot_whose_time_has_no_zone_is_refused() -> None:
+    doc = snapshot_to_dict(_snapshot(None))
+    doc["taken_at"] = "2026-06-01T00:00:00"
+    with pytest.raises(ValueError, match="no time zone"):
+        snapshot_from_dict(doc, "snapshot:x.json")
+    doc["taken_at"] = "June 1st"
+    with pytest.raises(ValueError):
+        snapshot_from_dict(doc, "snapshot:x.json")
