@@ -51,14 +51,29 @@ def _produce(lab: Lab, topic: str, count: int, timestamp_ms: int = 0) -> None:
 
 
 def _commit(lab: Lab, group: str, topic: str, offset: int) -> None:
-    from confluent_kafka import Consumer, TopicPartition
+    """Commit ``offset`` for ``group``; while the group's coordinator is still being chosen
+    or loaded (the first groups of a lab create __consumer_offsets), ask again."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": group,
                          "enable.auto.commit": False})
+    committed: list[bool] = []
+
+    def commit() -> bool:
+        try:
+            consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        except KafkaException as exc:
+            if not exc.args[0].retriable():
+                raise
+            return False
+        committed.append(True)
+        return True
+
     try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        wait_until(commit, 60, f"the commit of {group}")
     finally:
         consumer.close()
+    assert committed
 
 
 @pytest.fixture()

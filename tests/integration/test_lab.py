@@ -67,7 +67,8 @@ def produce(lab: Lab, topic: str, count: int, **conf: Any) -> tuple[int, list[st
     for i in range(count):
         producer.produce(topic, value=str(i).encode(), on_delivery=on_delivery)
         producer.poll(0)
-    producer.flush(30)
+    # Every message gets its answer: flush outlasts the message timeout.
+    producer.flush(int(conf.get("message.timeout.ms", 15000)) / 1000 + 15)
     return acked[0], errors
 
 
@@ -151,8 +152,10 @@ def test_two_brokers_down_blocks_acks_all_with_not_enough_replicas(
     wait_until(lambda: not any(b["alive"] for b in lab.status()["brokers"]  # type: ignore
                                if b["id"] in others), 60, "the killed brokers to exit")
     wait_until(lambda: len(partitions_of(lab, topic)[0].isrs) == 1, 60, "ISR of one")
-    # retries=0 so the broker's refusal is reported instead of retried until timeout.
-    acked, errors = produce(lab, topic, 20, retries=0, **{"enable.idempotence": False})
+    # retries=0 so the broker's refusal is reported instead of retried until timeout; a
+    # long message timeout so that a loaded machine cannot turn the refusal into a timeout.
+    acked, errors = produce(lab, topic, 20, retries=0, **{"enable.idempotence": False,
+                                                         "message.timeout.ms": 120000})
     assert acked == 0
     assert set(errors) == {"NOT_ENOUGH_REPLICAS"}
 
