@@ -41,7 +41,6 @@ configuration guarantees; live rules (KA2xx) report the current state.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from kaudit.check.clients import ClientConfig
 from kaudit.check.findings import Guarantee, Reader, Semantics
@@ -77,7 +76,7 @@ def topic_readers(topic: Topic, snapshot: ClusterSnapshot) -> tuple[Reader, ...]
     """The consumer groups with committed offsets on ``topic``: lag and oldest unread age."""
     if not snapshot.groups:
         return ()
-    taken = int(datetime.fromisoformat(snapshot.taken_at).timestamp() * 1000)
+    taken = snapshot.taken_at_ms
     out = []
     for group in snapshot.groups or ():
         mine = [o for o in group.offsets if o.topic == topic.name and o.committed is not None]

@@ -11,7 +11,6 @@ same answer as the live one did.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 
 from kaudit.check.findings import Severity, Subject, SubjectKind
 from kaudit.check.rules.common import as_int, broker_value, topic_value
@@ -21,10 +20,6 @@ from kaudit.cluster.model import ClusterSnapshot, ConsumerGroup, GroupOffset, To
 #: Kafka's defaults, for snapshots whose configs do not say.
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 15 * 60 * 1000
-
-
-def _taken_at_ms(snapshot: ClusterSnapshot) -> int:
-    return int(datetime.fromisoformat(snapshot.taken_at).timestamp() * 1000)
 
 
 def _group_offsets(topic: Topic, snapshot: ClusterSnapshot
@@ -103,7 +98,7 @@ def retention_overtakes(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
     retention_ms = as_int(retention, DEFAULT_RETENTION_MS)
     if horizon_ms <= 0 or retention_ms < 0 or "delete" not in str(cleanup.value or "delete"):
         return
-    now = _taken_at_ms(ctx.snapshot)
+    now = ctx.snapshot.taken_at_ms
     for group, offset in _group_offsets(topic, ctx.snapshot):
         ends = ctx.snapshot.partition_offsets(offset.topic, offset.partition)
         if ends is None or offset.committed is None or offset.unread_since_ms is None:
@@ -150,7 +145,7 @@ def hanging_transaction(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
     configured = broker_value(ctx.snapshot, "transaction.max.timeout.ms")
     limit_ms = limit_s * 1000 if limit_s > 0 else as_int(configured,
                                                          DEFAULT_TRANSACTION_MAX_TIMEOUT_MS)
-    now = _taken_at_ms(ctx.snapshot)
+    now = ctx.snapshot.taken_at_ms
     for part in topic.partitions:
         ends = ctx.snapshot.partition_offsets(topic.name, part.partition)
         if ends is None or ends.last_stable >= ends.high_watermark or ends.open_since_ms is None:
