@@ -14,6 +14,7 @@ import re
 import subprocess
 
 from kaudit.cluster.client import java_client_options
+from kaudit.connect.properties import properties_text
 from kaudit.connect.redact import redact
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import RuntimeUnavailable
@@ -38,16 +39,6 @@ def tools_classpath() -> str | None:
                    key=lambda p: [int(x) if x.isdigit() else 0
                                   for x in re.split(r"[.-]", p.parent.name)])
     return f"{found[-1].resolve()}/*" if found else None
-
-
-def properties_text(options: dict[str, str]) -> str:
-    """Java client options as a .properties file: backslashes and line breaks escaped, and
-    every character outside printable ASCII as \\uXXXX (Java reads the file as Latin-1)."""
-    def escape(value: str) -> str:
-        value = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-        return "".join(c if " " <= c <= "~" else f"\\u{ord(c):04x}" for c in value)
-
-    return "".join(f"{key}={escape(value)}\n" for key, value in sorted(options.items()))
 
 
 class FeatureReader:
@@ -104,6 +95,12 @@ class FeatureReader:
                        lines[-1] if lines else f"exit code {self._proc.returncode}")
             return None, f"Kafka's FeatureCommand failed: {redact(why)[:200]}"
         return features, None
+
+    def __enter__(self) -> FeatureReader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Stop the command if it still runs (the rest of the read failed)."""

@@ -31,13 +31,10 @@ class ClusterInfo:
 def read_cluster_info(settings: ConnectionSettings) -> ClusterInfo:
     """Describe the cluster; unreachable or unauthorised clusters raise exit-3 errors."""
     session = AdminSession(settings)
-    feature_reader = FeatureReader(settings)  # a JVM: started first, collected last
-    try:
+    with FeatureReader(settings) as feature_reader:  # a JVM: started first, collected last
         cluster_id, controller_id, brokers = session.describe_identity()
         metadata = session.list_topics()
         features, unread = feature_reader.result()
-    finally:
-        feature_reader.close()
     internal = sum(1 for name in metadata.topics if is_internal_topic(name))
     return ClusterInfo(
         cluster_id=cluster_id,

@@ -123,11 +123,8 @@ def read_snapshot(settings: ConnectionSettings, groups: bool = False) -> Cluster
     (:mod:`kaudit.cluster.groups`); and the finalized features
     (:mod:`kaudit.cluster.features`)."""
     session = AdminSession(settings)
-    feature_reader = FeatureReader(settings)  # a JVM: started now, collected at the end
-    try:
+    with FeatureReader(settings) as feature_reader:  # a JVM: started now, collected last
         return _read(session, groups, feature_reader)
-    finally:
-        feature_reader.close()
 
 
 def _read(session: AdminSession, groups: bool, feature_reader: FeatureReader

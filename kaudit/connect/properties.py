@@ -1,4 +1,5 @@
-"""Read Java-style ``client.properties`` files and translate them for librdkafka.
+"""Read Java-style ``client.properties`` files and translate them for librdkafka (and
+write one, :func:`properties_text`, for Kafka's own Java tools).
 
 Operators already have a properties file for Kafka's own tools. kaudit reads
 it as it is: keys the Java client and librdkafka share pass through,
@@ -299,3 +300,13 @@ def _store_kind_from_name(location: str) -> str:
     if lower.endswith((".pem", ".crt", ".cer")):
         return "PEM"
     return "JKS"
+
+
+def properties_text(options: dict[str, str]) -> str:
+    """Java client options as a .properties file: backslashes and line breaks escaped, and
+    every character outside printable ASCII as \\uXXXX (Java reads the file as Latin-1)."""
+    def escape(value: str) -> str:
+        value = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        return "".join(c if " " <= c <= "~" else f"\\u{ord(c):04x}" for c in value)
+
+    return "".join(f"{key}={escape(value)}\n" for key, value in sorted(options.items()))

@@ -19,7 +19,7 @@ MASK = "*****"
 # Keys whose values are credentials, in Java and librdkafka spelling.
 _SECRET_KEY = re.compile(
     r"(password|secret|sasl\.jaas\.config|ssl\.key\.pem|ssl\.keystore\.key|"
-    r"ssl_key|private[._-]?key|credentials?|token|api[._-]?key)",
+    r"ssl_key|private[._-]?key|shared[._-]?key|credentials?|token|api[._-]?key)",
     re.IGNORECASE,
 )
 # Inline secrets in JAAS strings and URLs, in case one was never registered.

@@ -20,6 +20,7 @@ from base64 import urlsafe_b64encode
 from collections.abc import Sequence
 from pathlib import Path
 
+from kaudit.connect.properties import properties_text
 from kaudit.errors import InputError, LabError, LabStateError
 from kaudit.lab import security as sec
 from kaudit.lab.process import log_tail
@@ -103,10 +104,6 @@ def check_ports_free(state: LabState) -> None:
                     f"port {node.port} of node {node.id} is taken by another program",
                     hint="`kaudit lab down --purge` and `kaudit lab up` pick new ports",
                 ) from None
-
-
-def _properties_text(values: dict[str, str]) -> str:
-    return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
 def _node_properties(
@@ -262,7 +259,7 @@ def create_lab(
             broker_config if role == "broker" else {},
             secured.get(role),
         )
-        (directory / "server.properties").write_text(_properties_text(props), encoding="utf-8")
+        (directory / "server.properties").write_text(properties_text(props), encoding="utf-8")
         heap = BROKER_HEAP if role == "broker" else CONTROLLER_HEAP
         argv = _argv(
             runtime, role, heap, directory, ["kafka.Kafka", str(directory / "server.properties")]

@@ -24,9 +24,6 @@ from kaudit.errors import ConnectionFailure, InputError
 from kaudit.reconcile.spark import error_line
 
 FORMATS = ("jdbc", "parquet", "csv", "json", "delta", "table", "iceberg")
-#: Iceberg catalog properties that carry credentials (REST catalogs, object stores).
-_ICEBERG_SECRETS = ("token", "credential", "s3.secret-access-key", "s3.session-token",
-                    "gcs.oauth2.token", "adls.auth.shared-key.account.key")
 _EXPECTED = ("expected jdbc:...?table=T, parquet:PATH, csv:PATH, json:PATH, delta:PATH, "
              "table:DB.T or iceberg:CATALOG.DB.TABLE")
 _JDBC_DRIVERS = {"postgresql": "org.postgresql.Driver"}
@@ -100,9 +97,9 @@ def _parse_iceberg(uri: str, location: str, opts: dict[str, str]) -> SinkSpec:
     if len(parts) < 3 or not all(parts):
         raise InputError(f"--sink {uri}: expected iceberg:CATALOG.DB.TABLE")
     for key, value in opts.items():
-        # Exact names (token, credential...), any key that names a credential
-        # (adls.sas-token.ACCOUNT...) and HTTP headers sent to a REST catalog.
-        if key in _ICEBERG_SECRETS or is_secret_key(key) or key.lower().startswith("header."):
+        # Keys that name a credential (token, s3.secret-access-key, adls.sas-token.ACCOUNT,
+        # adls.auth.shared-key.account.key...) and HTTP headers sent to a REST catalog.
+        if is_secret_key(key) or key.lower().startswith("header."):
             register_secret(value)
     snapshot = opts.pop("snapshot-id", None)
     if snapshot is not None and not snapshot.isdigit():

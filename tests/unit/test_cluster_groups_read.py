@@ -7,8 +7,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from kaudit.cluster import groups
-from kaudit.cluster.features import parse_features, properties_text
+from kaudit.cluster.features import parse_features
 from kaudit.cluster.groups import PEEK_ROUNDS
+from kaudit.connect.properties import properties_text
 
 
 def _times(session: Any, *args: Any) -> Any:
