@@ -300,3 +300,9 @@ def prove(
     if interrupted.is_set():
         return ExitCode.INTERRUPTED
     return ExitCode.OK if proof.verdict == "confirmed" else ExitCode.FINDINGS
+
+
+# `kaudit probe consume` lives in its own module: the consumer half has its own options.
+from kaudit.cli.consume import consume as _consume  # noqa: E402
+
+app.command("consume")(_consume)

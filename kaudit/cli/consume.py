@@ -1,0 +1,179 @@
+"""``kaudit probe consume``: what a consumer group's commit strategy really delivers."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kaudit.cli import options
+from kaudit.cli.interrupt import graceful_interrupt
+from kaudit.errors import ExitCode, InputError
+from kaudit.report.base import render
+from kaudit.report.output import choose_format, emit
+
+GROUP = "Consumer group"
+TOPIC = "Input topic"
+FAULTS = "Faults"
+_INTERRUPTED = ("kaudit probe consume: interrupted; stopping the workers and counting what "
+                "they processed (Ctrl-C again to abandon)")
+
+
+class Commit(StrEnum):
+    """When the workers commit their offsets."""
+
+    before_process = "before-process"
+    after_process = "after-process"
+    auto = "auto"
+    transactional = "transactional"
+    sink_offsets = "sink-offsets"
+
+
+class CrashPoint(StrEnum):
+    """Where a crash lands."""
+
+    between = "between"
+    anywhere = "anywhere"
+
+
+class Expect(StrEnum):
+    """Delivery semantics a run must demonstrate."""
+
+    at_most_once = "at-most-once"
+    at_least_once = "at-least-once"
+    exactly_once = "exactly-once"
+
+
+def parse_every(text: str, option: str) -> float:
+    """``5s``, ``500ms``, ``2m`` or plain seconds."""
+    raw = text.strip().lower()
+    scale = 1.0
+    for suffix, factor in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+        if raw.endswith(suffix):
+            raw, scale = raw[: -len(suffix)], factor
+            break
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        raise InputError(f"{option} {text!r}: expected a duration such as 5s or 500ms") from None
+    if value <= 0:
+        raise InputError(f"{option} {text!r}: must be more than 0")
+    return value
+
+
+@options.with_connection
+def consume(
+    commit: Annotated[Commit, typer.Option(
+        rich_help_panel=GROUP,
+        help="before-process: commit, then process (a crash between loses the batch: at "
+             "most once). after-process: process, then commit (a crash between processes "
+             "it again: at least once). auto: enable.auto.commit (neither). transactional: "
+             "consume-transform-produce with the offsets in the producer's transaction, "
+             "read back read_committed (exactly once). sink-offsets: results and offsets "
+             "in one database transaction, seek to the stored offsets on start (exactly "
+             "once).")] = Commit.after_process,
+    workers: Annotated[int, typer.Option(min=1, max=64, rich_help_panel=GROUP,
+                                         help="Worker processes in the group.")] = 2,
+    batch: Annotated[int, typer.Option(min=1, rich_help_panel=GROUP,
+                                       help="Most records a worker takes per poll.")] = 50,
+    process_ms: Annotated[float, typer.Option(
+        min=0.0, rich_help_panel=GROUP, help="Simulated work per batch, in milliseconds.")
+    ] = 20.0,
+    auto_commit_ms: Annotated[int, typer.Option(
+        min=1, rich_help_panel=GROUP, help="auto.commit.interval.ms for --commit auto.")
+    ] = 1000,
+    static_membership: Annotated[bool, typer.Option(
+        "--static-membership/--no-static-membership", rich_help_panel=GROUP,
+        help="Workers keep their group.instance.id across restarts, as a StatefulSet "
+             "would; without it every restart is a new member and a rebalance.")] = True,
+    session_timeout_ms: Annotated[int, typer.Option(
+        min=1, rich_help_panel=GROUP, help="session.timeout.ms of the workers.")] = 6000,
+    count: Annotated[int, typer.Option(min=1, rich_help_panel=TOPIC,
+                                       help="Records written to the input topic.")] = 5000,
+    partitions: Annotated[int, typer.Option(min=1, rich_help_panel=TOPIC,
+                                            help="Partitions of the input topic.")] = 3,
+    replication_factor: Annotated[int, typer.Option(
+        min=1, rich_help_panel=TOPIC, help="Replication factor of the input topic.")] = 3,
+    min_insync_replicas: Annotated[int | None, typer.Option(
+        min=0, rich_help_panel=TOPIC,
+        help="min.insync.replicas of the input topic [default: 2; the broker's when 0].")
+    ] = 2,
+    crash_worker: Annotated[str | None, typer.Option(
+        metavar="EVERY", rich_help_panel=FAULTS,
+        help="SIGKILL a worker (chosen with --seed) every EVERY (5s, 500ms); it is "
+             "restarted at once.")] = None,
+    crash_point: Annotated[CrashPoint, typer.Option(
+        rich_help_panel=FAULTS,
+        help="between: the crash lands between the strategy's two steps (after the commit "
+             "before processing, after processing before the commit...), every time; "
+             "anywhere: whatever the worker is doing.")] = CrashPoint.between,
+    max_crashes: Annotated[int | None, typer.Option(
+        min=0, rich_help_panel=FAULTS, help="Stop crashing workers after this many.")] = None,
+    rebalance: Annotated[str | None, typer.Option(
+        metavar="EVERY", rich_help_panel=FAULTS,
+        help="An extra worker joins the group, and leaves it EVERY later, again and again.")
+    ] = None,
+    fault: Annotated[list[str] | None, typer.Option(
+        metavar="SPEC", rich_help_panel=FAULTS,
+        help="kill-leader (of the input's partition 0) or kill-coordinator (the group's), "
+             "on the lab; repeatable.")] = None,
+    fault_at: Annotated[str, typer.Option(
+        metavar="PCT%|SECONDS", rich_help_panel=FAULTS,
+        help="When: share of the input committed (40%) or seconds after the workers start.")
+    ] = "40%",
+    fault_duration: Annotated[float, typer.Option(
+        min=0.0, metavar="SECONDS", rich_help_panel=FAULTS,
+        help="How long before the broker is restarted.")] = 10.0,
+    lab_state_dir: Annotated[Path | None, typer.Option(
+        metavar="DIR", rich_help_panel=FAULTS,
+        help="State directory of the lab whose brokers faults signal [default: the default "
+             "lab].")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the choice of the worker to crash.")] = 0,
+    expect: Annotated[Expect | None, typer.Option(
+        help="Semantics the run must show; exit 1 when it does not [default: fail on loss "
+             "only].")] = None,
+    keep: Annotated[bool, typer.Option(
+        "--keep", help="Keep the topics, the group, the journals and the sink.")] = False,
+    format: options.Format = None,
+    output: options.Output = None,
+    connection: options.ConnectionOptions = options.NO_CONNECTION,
+) -> int:
+    """Run a consumer group over sequenced records, crash its workers, and count how often
+    each record was processed: lost, duplicated, reordered, and which crash did it.
+
+    Each worker is a process that journals what it polled, processed and committed; a
+    crashed worker is restarted at once, as an orchestrator would. Exits 0 when the run
+    shows --expect (by default: nothing lost), 1 otherwise.
+    """
+    from kaudit.probe.consume.model import CONSUMER_FAULTS, ConsumeSettings
+    from kaudit.probe.consume.runner import run_consume
+    from kaudit.probe.faults import parse_fault_at
+    from kaudit.report.consume import CONSUME
+
+    faults = tuple(fault or [])
+    for spec in faults:
+        if spec not in CONSUMER_FAULTS:
+            raise InputError(f"--fault {spec!r}: expected one of {', '.join(CONSUMER_FAULTS)}")
+    settings = ConsumeSettings(
+        strategy=commit.value, workers=workers, count=count, partitions=partitions,
+        replication_factor=replication_factor,
+        min_insync_replicas=min_insync_replicas or None, batch=batch, process_ms=process_ms,
+        auto_commit_ms=auto_commit_ms,
+        crash_every=parse_every(crash_worker, "--crash-worker") if crash_worker else None,
+        crash_point=crash_point.value, max_crashes=max_crashes,
+        rebalance_every=parse_every(rebalance, "--rebalance") if rebalance else None,
+        static_membership=static_membership, faults=faults,
+        fault_at=parse_fault_at(fault_at), fault_duration=fault_duration,
+        lab_state_dir=lab_state_dir, expect=expect.value if expect else None, keep=keep,
+        seed=seed, session_timeout_ms=session_timeout_ms)
+    conn = connection.settings()
+    with graceful_interrupt(_INTERRUPTED) as interrupted:
+        report = run_consume(conn, settings, interrupted)
+    emit(render(CONSUME, report, choose_format(format, output)), output)
+    if report.interrupted:
+        print("kaudit probe consume: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS

@@ -1,0 +1,121 @@
+"""The settings of one ``kaudit probe consume`` run and its report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kaudit.probe.consume.verify import ConsumeVerification
+
+STRATEGIES = ("before-process", "after-process", "auto", "transactional", "sink-offsets")
+"""--commit values, in the order the help explains them."""
+PROMISES = {
+    "before-process": "at-most-once",
+    "after-process": "at-least-once",
+    "auto": "none",
+    "transactional": "exactly-once",
+    "sink-offsets": "exactly-once",
+}
+"""What each strategy is documented to give under crashes (DESIGN.md, the seeds)."""
+CONSUMER_FAULTS = ("kill-leader", "kill-coordinator")
+"""Broker faults (lab): SIGKILL the input's partition-0 leader, or the group coordinator."""
+
+
+@dataclass(frozen=True)
+class ConsumeSettings:
+    """Everything that shapes one consumer run."""
+
+    strategy: str = "after-process"
+    workers: int = 2
+    count: int = 5000
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync_replicas: int | None = 2
+    batch: int = 50
+    process_ms: float = 20.0
+    auto_commit_ms: int = 1000
+    crash_every: float | None = None
+    crash_point: str = "between"
+    """``between``: at the strategy's crash point (:data:`~kaudit.probe.consume.worker.
+    CRASH_POINTS`), every time; ``anywhere``: a SIGKILL at whatever the worker is doing."""
+    max_crashes: int | None = None
+    rebalance_every: float | None = None
+    static_membership: bool = True
+    faults: tuple[str, ...] = ()
+    fault_at: tuple[str, float] = ("progress", 0.4)
+    fault_duration: float = 10.0
+    lab_state_dir: Path | None = None
+    expect: str | None = None
+    keep: bool = False
+    seed: int = 0
+    session_timeout_ms: int = 6000
+    transaction_timeout_ms: int = 60000
+
+    def describe(self) -> dict[str, Any]:
+        """The settings as the report shows them."""
+        return {
+            "commit": self.strategy, "workers": self.workers, "count": self.count,
+            "partitions": self.partitions, "replication_factor": self.replication_factor,
+            "min_insync_replicas": self.min_insync_replicas, "batch": self.batch,
+            "process_ms": self.process_ms,
+            "auto_commit_ms": self.auto_commit_ms if self.strategy == "auto" else None,
+            "crash_every": self.crash_every, "crash_point": self.crash_point,
+            "max_crashes": self.max_crashes, "rebalance_every": self.rebalance_every,
+            "static_membership": self.static_membership, "faults": list(self.faults),
+            "fault_at": (f"{self.fault_at[1] * 100:g}%" if self.fault_at[0] == "progress"
+                         else f"{self.fault_at[1]:g}s") if self.faults else None,
+            "fault_duration": self.fault_duration if self.faults else None,
+            "expect": self.expect, "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class ConsumeEvent:
+    """Something the runner did or saw, seconds from the start of the run."""
+
+    at_s: float
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class ConsumeReport:
+    """The outcome of one consumer run."""
+
+    run_id: str
+    topic: str
+    output_topic: str | None
+    group: str
+    settings: ConsumeSettings
+    verification: ConsumeVerification
+    events: list[ConsumeEvent]
+    started_ns: int
+    fill_seconds: float
+    consume_seconds: float
+    total_seconds: float
+    restarts: int
+    finished: bool
+    """Every input record was committed (by the group, or in the sink) before the stop."""
+    interrupted: bool
+    topics_deleted: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def per_worker_rate(self) -> float:
+        """Input records processed per second per worker (processings / consume time)."""
+        if self.consume_seconds <= 0:
+            return 0.0
+        return self.verification.processings / self.consume_seconds / self.settings.workers
+
+    def violations(self) -> list[str]:
+        """One line per reason the verdict is not ``pass``."""
+        out = self.verification.violations(self.settings.expect)
+        if not self.finished:
+            out.append("unfinished: the group stopped making progress before every input "
+                       "record was committed; what it never reached counts as lost")
+        return out
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.violations() else "pass"

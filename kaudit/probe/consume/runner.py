@@ -1,0 +1,351 @@
+"""Run one consumer probe: fill an input topic, run a group of worker processes over it
+with a commit strategy while crashing and restarting them (and, on the lab, killing
+brokers), then count how often each input record was processed.
+
+The data flows one way: settings -> input topic (its pinned ``[start, end)`` per
+partition) -> workers (journals; the output topic or the sink) -> processings ->
+:func:`~kaudit.probe.consume.verify.verify` -> :class:`ConsumeReport`. The run ends when
+every input record is committed (by the group, or in the sink), when it stops making
+progress for :data:`STALL_S`, or on Ctrl-C; whatever happens, the workers are stopped,
+brokers restarted, and the topics deleted unless kept.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kaudit.cluster import client
+from kaudit.cluster.client import AdminSession, new_consumer, new_producer
+from kaudit.cluster.topics import TopicSpec, create_probe_topic, delete_probe_topic, partition_roles
+from kaudit.connect.settings import ConnectionSettings
+from kaudit.errors import InputError
+from kaudit.probe.consume.fleet import Fleet
+from kaudit.probe.consume.journal import journal_files, read_journal
+from kaudit.probe.consume.model import ConsumeEvent, ConsumeReport, ConsumeSettings
+from kaudit.probe.consume.sink import create_sink, read_processings, stored_offsets
+from kaudit.probe.consume.verify import Incarnation, Processing, verify
+
+STALL_S = 60.0
+"""A run whose committed offsets do not move for this long (plus any fault's duration)
+is stopped as unfinished."""
+TICK_S = 0.1
+
+
+class Run:
+    """The state of one run between :func:`run_consume`'s steps."""
+
+    def __init__(self, conn: ConnectionSettings, settings: ConsumeSettings) -> None:
+        self.conn, self.settings = conn, settings
+        self.session = AdminSession(conn)
+        self.run_id = uuid.uuid4().hex[:12]
+        self.topic = f"kaudit-consume-{self.run_id}"
+        self.output = f"{self.topic}-out" if settings.strategy == "transactional" else None
+        self.group = self.topic
+        self.started = time.monotonic()
+        self.started_ns = time.time_ns()
+        self.events: list[ConsumeEvent] = []
+        self.lock = threading.Lock()
+        self.notes: list[str] = []
+
+    def event(self, kind: str, detail: str) -> None:
+        with self.lock:
+            self.events.append(ConsumeEvent(round(time.monotonic() - self.started, 3),
+                                            kind, detail))
+
+
+def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
+                interrupted: threading.Event | None = None) -> ConsumeReport:
+    """Run end to end; see the module docstring."""
+    interrupted = interrupted or threading.Event()
+    lab = None
+    if settings.faults:
+        from kaudit.lab.state import default_state_dir
+        from kaudit.probe.faults import LabControl
+
+        lab = LabControl((settings.lab_state_dir or default_state_dir()).expanduser())
+    run = Run(conn, settings)
+    partitions = list(range(settings.partitions))
+    for name in filter(None, (run.topic, run.output)):
+        create_probe_topic(run.session, TopicSpec(name, settings.partitions,
+                                                  settings.replication_factor,
+                                                  settings.min_insync_replicas, None))
+    run_dir = Path(tempfile.mkdtemp(prefix="kaudit-consume-"))
+    deleted = False
+    try:
+        inputs = _fill(run, partitions)
+        fill_s = time.monotonic() - run.started
+        sink = run_dir / "sink.sqlite"
+        if settings.strategy == "sink-offsets":
+            create_sink(sink, {p: start for p, (start, _) in inputs.items()})
+        fleet = Fleet(_worker_config(run, run_dir, sink), run_dir, run.event)
+        consume_started = time.monotonic()
+        finished = _drive(run, fleet, lab, inputs, sink, interrupted)
+        consume_s = time.monotonic() - consume_started
+        incarnations = _incarnations(run_dir, fleet)
+        processings = _processings(run, run_dir, sink, incarnations, partitions)
+        verification = verify(inputs, processings, incarnations)
+    finally:
+        if not settings.keep:
+            deleted = all([delete_probe_topic(run.session, name)
+                           for name in filter(None, (run.topic, run.output))])
+            _delete_group(run)
+            shutil.rmtree(run_dir, ignore_errors=True)
+        else:
+            run.notes.append(f"kept: topics and the group {run.group}; journals and sink "
+                             f"in {run_dir}")
+    return ConsumeReport(
+        run_id=run.run_id, topic=run.topic, output_topic=run.output, group=run.group,
+        settings=settings, verification=verification, events=run.events,
+        started_ns=run.started_ns, fill_seconds=fill_s, consume_seconds=consume_s,
+        total_seconds=time.monotonic() - run.started, restarts=fleet.restarts,
+        finished=finished, interrupted=interrupted.is_set(), topics_deleted=deleted,
+        notes=run.notes)
+
+
+def _fill(run: Run, partitions: list[int]) -> dict[int, tuple[int, int]]:
+    """Write --count records round-robin (idempotent, acks=all); the input is then
+    whatever each partition holds from its start to its end."""
+    errors: list[str] = []
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err.str())
+
+    producer = new_producer(run.conn, None, **{"acks": "all", "enable.idempotence": True,
+                                         "linger.ms": 20, "on_delivery": delivered})
+    for i in range(run.settings.count):
+        while True:
+            try:
+                producer.produce(run.topic, value=b"kaudit-consume %d" % i,
+                                 partition=i % len(partitions))
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    left = producer.flush(run.conn.timeout * 3)
+    if left or errors:
+        raise InputError(f"could not fill the input topic {run.topic}: "
+                         f"{len(errors) + left} record(s) not written "
+                         f"({errors[0] if errors else 'timed out'})")
+    starts = run.session.list_offsets(run.topic, partitions, "earliest")
+    ends = run.session.list_offsets(run.topic, partitions, "latest")
+    run.event("fill", f"{sum(ends[p] - starts[p] for p in partitions)} records in "
+                      f"{len(partitions)} partitions of {run.topic}")
+    return {p: (starts[p], ends[p]) for p in partitions}
+
+
+def _worker_config(run: Run, run_dir: Path, sink: Path) -> dict[str, Any]:
+    s = run.settings
+    return {"bootstrap": run.conn.bootstrap_servers, "properties": run.conn.properties,
+            "timeout": run.conn.timeout, "topic": run.topic, "output_topic": run.output,
+            "group": run.group, "strategy": s.strategy, "batch": s.batch,
+            "process_ms": s.process_ms, "auto_commit_ms": s.auto_commit_ms,
+            "static_membership": s.static_membership, "run_dir": str(run_dir),
+            "sink_path": str(sink), "session_timeout_ms": s.session_timeout_ms,
+            "transaction_timeout_ms": s.transaction_timeout_ms}
+
+
+class _Progress:
+    """Where the group (or the sink) has committed each input partition to."""
+
+    def __init__(self, run: Run, sink: Path, partitions: list[int]) -> None:
+        self.run, self.sink, self.partitions = run, sink, partitions
+        self.consumer: Any = None
+        if run.settings.strategy != "sink-offsets":
+            # Never subscribes: it only asks the coordinator for the group's offsets.
+            self.consumer = new_consumer(run.conn, None, **{"group.id": run.group,
+                                                      "enable.auto.commit": False})
+
+    def committed(self) -> dict[int, int] | None:
+        if self.consumer is None:
+            return stored_offsets(self.sink)
+        try:
+            found = self.consumer.committed(
+                [client.TopicPartition(self.run.topic, p) for p in self.partitions],
+                timeout=self.run.conn.timeout)
+        except client.KafkaException:
+            return None  # the coordinator is moving (a fault): ask again later
+        return {tp.partition: tp.offset for tp in found if tp.error is None}
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+
+
+def _drive(run: Run, fleet: Fleet, lab: Any, inputs: dict[int, tuple[int, int]],
+           sink: Path, interrupted: threading.Event) -> bool:
+    """Start the workers and run the schedule until every record is committed."""
+    s = run.settings
+    rng = random.Random(s.seed)
+    progress = _Progress(run, sink, sorted(inputs))
+    for w in range(s.workers):
+        fleet.start(w)
+    run.event("start", f"{s.workers} worker(s), --commit {s.strategy}")
+    start = time.monotonic()
+    next_crash = start + s.crash_every if s.crash_every else None
+    next_rebalance = start + s.rebalance_every if s.rebalance_every else None
+    extra_running = False
+    faults = _Faults(run, lab) if s.faults else None
+    total = sum(end - begin for begin, end in inputs.values()) or 1
+    last_change, last_seen, finished = time.monotonic(), None, False
+    next_check = 0.0
+    try:
+        while not interrupted.is_set():
+            fleet.reap(restart=True)
+            now = time.monotonic()
+            if next_check <= now:
+                next_check = now + 0.5
+                seen = progress.committed()
+                if seen is not None and seen != last_seen:
+                    last_seen, last_change = seen, now
+                done = sum(max(0, min(seen.get(p, 0), end) - begin)
+                           for p, (begin, end) in inputs.items()) if seen else 0
+                if faults is not None:
+                    faults.maybe_start(done / total, now - start)
+                if done >= total and (faults is None or faults.over()):
+                    finished = True
+                    break
+                stall = STALL_S + (s.fault_duration if s.faults else 0)
+                if now - last_change > stall:
+                    run.notes.append(f"stopped: no progress for {stall:g} s "
+                                     f"({done} of {total} records committed)")
+                    break
+            if next_crash is not None and now >= next_crash:
+                next_crash += s.crash_every or 0
+                targets = [w for w in fleet.running() if w < s.workers
+                           and w not in fleet.pending_crash]
+                if targets and (s.max_crashes is None or fleet.crashes < s.max_crashes):
+                    fleet.crash(rng.choice(targets), anywhere=s.crash_point == "anywhere")
+            if next_rebalance is not None and now >= next_rebalance:
+                next_rebalance += s.rebalance_every or 0
+                if extra_running:
+                    fleet.stop_one(s.workers)
+                    run.event("rebalance", f"worker {s.workers} leaves the group")
+                else:
+                    fleet.start(s.workers)
+                    run.event("rebalance", f"worker {s.workers} joins the group")
+                extra_running = not extra_running
+            time.sleep(TICK_S)
+    finally:
+        killed = fleet.stop_all()
+        if killed:
+            run.notes.append(f"worker(s) {', '.join(map(str, killed))} did not stop within "
+                             "30 s of SIGTERM and were killed")
+        if faults is not None:
+            faults.heal()
+        progress.close()
+    return finished
+
+
+class _Faults:
+    """The broker faults of the run, started once, healed after --fault-duration."""
+
+    def __init__(self, run: Run, lab: Any) -> None:
+        self.run, self.lab = run, lab
+        self.thread: threading.Thread | None = None
+        self.down: list[int] = []
+        self.cancel = threading.Event()
+
+    def maybe_start(self, share: float, seconds: float) -> None:
+        kind, at = self.run.settings.fault_at
+        if self.thread is None and (share >= at if kind == "progress" else seconds >= at):
+            self.thread = threading.Thread(target=self._inject, daemon=True)
+            self.thread.start()
+
+    def over(self) -> bool:
+        return self.thread is None or not self.thread.is_alive()
+
+    def _inject(self) -> None:
+        for fault in self.run.settings.faults:
+            broker = self._target(fault)
+            self.lab.kill(broker, "KILL")
+            self.down.append(broker)
+            self.run.event("fault", f"{fault}: broker {broker} SIGKILLed")
+        self.cancel.wait(self.run.settings.fault_duration)
+        self.heal()
+
+    def _target(self, fault: str) -> int:
+        if fault == "kill-leader":
+            return partition_roles(self.run.session, self.run.topic, 0)[0]
+        groups = self.run.session.admin.describe_consumer_groups([self.run.group])
+        described = self.run.session.wait(groups[self.run.group])
+        return int(described.coordinator.id)
+
+    def heal(self) -> None:
+        self.cancel.set()
+        while self.down:
+            broker = self.down.pop()
+            self.lab.start(broker)
+            self.run.event("heal", f"broker {broker} restarted")
+
+
+def _incarnations(run_dir: Path, fleet: Fleet) -> list[Incarnation]:
+    out = []
+    for w, i, path in journal_files(run_dir):
+        killed = fleet.ended.get((w, i))
+        out.append(Incarnation(w, i, tuple(read_journal(path)),
+                               killed[0] if killed else None, killed[1] if killed else None))
+    return out
+
+
+def _processings(run: Run, run_dir: Path, sink: Path, incarnations: list[Incarnation],
+                 partitions: list[int]) -> list[Processing]:
+    """Every processing, in the order the sink holds them."""
+    strategy = run.settings.strategy
+    if strategy == "sink-offsets":
+        return read_processings(sink)
+    if strategy == "transactional":
+        assert run.output is not None
+        return _read_output(run, partitions)
+    # The ledger strategies: the journals' P lines are the ledger, ordered by time.
+    lines = sorted((e.t_ns, x.worker, x.incarnation, e) for x in incarnations
+                   for e in x.entries if e.kind == "P")
+    return [Processing(e.partition or 0, o, w, i) for _, w, i, e in lines for o in e.offsets]
+
+
+def _read_output(run: Run, partitions: list[int]) -> list[Processing]:
+    """The output topic as a read_committed reader sees it: committed transactions only."""
+    assert run.output is not None
+    ends = run.session.list_offsets(run.output, partitions, "latest", read_committed=True)
+    consumer = new_consumer(run.conn, None, **{
+        "group.id": f"{run.group}-verify", "enable.auto.commit": False,
+        "enable.partition.eof": True, "isolation.level": "read_committed"})
+    consumer.assign([client.TopicPartition(run.output, p, 0) for p in partitions])
+    pending = {p for p in partitions if ends[p] > 0}
+    out: list[Processing] = []
+    deadline = time.monotonic() + max(30.0, run.conn.timeout * 3)
+    try:
+        while pending and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=5000, timeout=0.5):
+                err, p = msg.error(), msg.partition()
+                if err is not None:
+                    if err.code() == client.KafkaError._PARTITION_EOF and msg.offset() >= ends[p]:
+                        pending.discard(p)
+                    continue
+                ip, io, w, i = (int(x) for x in msg.value().split())
+                out.append(Processing(ip, io, w, i))
+                if msg.offset() + 1 >= ends[p]:
+                    pending.discard(p)
+    finally:
+        consumer.close()
+    if pending:
+        run.notes.append(f"output partitions {sorted(pending)} could not be read to their end")
+    return out
+
+
+def _delete_group(run: Run) -> None:
+    """Delete the run's consumer group once its static members have timed out."""
+    deadline = time.monotonic() + run.settings.session_timeout_ms / 1000 + 10
+    while time.monotonic() < deadline:
+        try:
+            run.session.wait(run.session.admin.delete_consumer_groups([run.group])[run.group])
+            return
+        except Exception:  # NON_EMPTY_GROUP until the members time out; best effort
+            time.sleep(1.0)

@@ -1,0 +1,129 @@
+"""The consumer verifier and its attribution: pure, from journals and processings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kaudit.probe.consume.journal import (
+    Entry,
+    JournalWriter,
+    parse_line,
+    parse_ranges,
+    ranges_text,
+    read_journal,
+)
+from kaudit.probe.consume.verify import Incarnation, Processing, verify
+
+
+def test_ranges_round_trip() -> None:
+    assert ranges_text([4, 5, 6, 9]) == "4-6,9-9"
+    assert parse_ranges("4-6,9-9") == [4, 5, 6, 9]
+    assert ranges_text([]) == ""
+
+
+def test_a_cut_line_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "w0-i0.journal"
+    writer = JournalWriter(path)
+    writer.started()
+    writer.polled(1, [10, 11, 12])
+    writer.committed(1, 13)
+    writer.close()
+    with path.open("a") as f:
+        f.write("P 123 1 10-")  # what a crash in the middle of a write could leave
+    kinds = [(e.kind, e.partition, e.offsets, e.value) for e in read_journal(path)]
+    assert kinds[1:] == [("B", 1, (10, 11, 12), None), ("C", 1, (), 13)]
+    assert parse_line("X 1") is None and parse_line("B notanumber 1 1-2") is None
+
+
+def _inc(worker: int, incarnation: int, *entries: Entry, killed: int | None = None,
+         point: str | None = None) -> Incarnation:
+    return Incarnation(worker, incarnation, tuple(entries), killed, point)
+
+
+def B(t: int, p: int, *offsets: int) -> Entry:
+    return Entry("B", t, p, offsets)
+
+
+def P(t: int, p: int, *offsets: int) -> Entry:
+    return Entry("P", t, p, offsets)
+
+
+def C(t: int, p: int, next_offset: int) -> Entry:
+    return Entry("C", t, p, value=next_offset)
+
+
+def _runs(w: int, i: int, p: int, offsets: range) -> list[Processing]:
+    return [Processing(p, o, w, i) for o in offsets]
+
+
+def test_commit_before_process_crash_loses_the_batch_and_names_the_crash() -> None:
+    # Worker 0 processes 0-4, commits 5-9 then dies before processing them; its
+    # successor starts at 10.
+    first = _inc(0, 0, B(1, 0, *range(5)), C(2, 0, 5), P(3, 0, *range(5)),
+                 B(4, 0, *range(5, 10)), C(5, 0, 10), killed=6,
+                 point="after-commit-before-process")
+    second = _inc(0, 1, B(7, 0, *range(10, 20)), C(8, 0, 20), P(9, 0, *range(10, 20)))
+    done = _runs(0, 0, 0, range(5)) + _runs(0, 1, 0, range(10, 20))
+    v = verify({0: (0, 20)}, done, [first, second])
+    assert (v.records, v.processed, v.lost, v.duplicated, v.reordered) == (20, 15, 5, 0, 0)
+    assert v.delivered() == "at-most-once"
+    [crash] = v.crashes
+    assert (crash.worker, crash.incarnation, crash.point) == (0, 0, "after-commit-before-process")
+    assert crash.lost == {0: [5, 6, 7, 8, 9]} and crash.duplicated == {}
+    assert crash.in_flight == {0: "5-9"}
+    assert v.unattributed_lost == {} and v.times == {0: 5, 1: 15}
+    assert v.violations(None) and v.violations("at-most-once") == []
+
+
+def test_process_before_commit_crash_repeats_the_batch() -> None:
+    first = _inc(1, 0, B(1, 2, 0, 1, 2), P(2, 2, 0, 1, 2), C(3, 2, 3),
+                 B(4, 2, 3, 4, 5), P(5, 2, 3, 4, 5), killed=6,
+                 point="after-process-before-commit")
+    second = _inc(1, 1, B(7, 2, 3, 4, 5, 6), P(8, 2, 3, 4, 5, 6), C(9, 2, 7))
+    done = _runs(1, 0, 2, range(6)) + _runs(1, 1, 2, range(3, 7))
+    v = verify({2: (0, 7)}, done, [first, second])
+    assert (v.lost, v.duplicated, v.extra_processings, v.reordered) == (0, 3, 3, 0)
+    assert v.delivered() == "at-least-once" and v.times == {1: 4, 2: 3}
+    assert v.crashes[0].duplicated == {2: [3, 4, 5]} and v.crashes[0].lost == {}
+    assert v.violations("at-least-once") == []
+    assert v.violations("exactly-once") and v.violations("at-most-once")
+
+
+def test_an_exactly_once_crash_costs_nothing_and_says_so() -> None:
+    # The killed incarnation's transaction was aborted: nothing of it is in the output.
+    first = _inc(0, 0, B(1, 0, 0, 1), killed=2, point="after-send-offsets-before-commit")
+    second = _inc(0, 1, B(3, 0, 0, 1), P(4, 0, 0, 1), C(4, 0, 2))
+    v = verify({0: (0, 2)}, _runs(0, 1, 0, range(2)), [first, second])
+    assert (v.lost, v.duplicated) == (0, 0) and v.delivered() == "exactly-once"
+    assert v.crashes[0].lost_count() == 0 and v.crashes[0].duplicated_count() == 0
+    assert v.crashes[0].in_flight == {0: "0-1"}
+    assert v.violations("exactly-once") == []
+
+
+def test_reorders_repeats_and_unexplained_counts() -> None:
+    # Offset 3 is processed before 2 (a reorder); 1 twice with no crash (unattributed);
+    # 4 never (lost, unattributed); and 99 is not an input record at all.
+    done = [Processing(0, o, 0, 0) for o in (0, 1, 3, 2, 1, 99)]
+    v = verify({0: (0, 5)}, done, [_inc(0, 0)])
+    assert (v.lost, v.duplicated, v.reordered, v.outside_input) == (1, 1, 1, 1)
+    assert v.unattributed_lost == {0: [4]} and v.unattributed_duplicated == {0: [1]}
+    assert v.delivered() == "none"
+    assert any(line.startswith("outside_input") for line in v.violations("at-most-once"))
+
+
+def test_input_that_does_not_start_at_zero() -> None:
+    v = verify({0: (100, 103), 1: (0, 0)}, _runs(0, 0, 0, range(100, 103)), [])
+    assert (v.records, v.lost, v.duplicated) == (3, 0, 0)
+
+
+@pytest.mark.parametrize("expect,lost,dup,broken", [
+    (None, 1, 0, True), (None, 0, 1, False), ("at-most-once", 1, 0, False),
+    ("at-most-once", 0, 1, True), ("at-least-once", 0, 1, False),
+    ("exactly-once", 0, 0, False), ("exactly-once", 1, 0, True),
+])
+def test_expectations(expect: str | None, lost: int, dup: int, broken: bool) -> None:
+    done = [Processing(0, 0, 0, 0)] * (1 + dup) if not lost else []
+    v = verify({0: (0, 1)}, done, [])
+    assert bool(v.violations(expect)) is broken
