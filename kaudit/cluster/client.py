@@ -60,6 +60,11 @@ class ErrorCollector:
         with self._lock:
             self.errors.append(err)
 
+    def first_fatal(self) -> Any | None:
+        """The first error librdkafka flagged fatal (the client can do nothing more)."""
+        with self._lock:
+            return next((e for e in self.errors if e.fatal()), None)
+
     def fatal(self) -> bool:
         """An error no retry will cure was seen: bad credentials or an untrusted certificate."""
         from confluent_kafka import KafkaError

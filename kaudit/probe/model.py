@@ -131,6 +131,9 @@ class ProbeReport:
         """Whether no send was acknowledged (the verdict can then say nothing)."""
         return self.verification.acked == 0
 
+    def inconclusive_reason(self) -> str:
+        return "nothing acknowledged"
+
     def violations(self) -> list[str]:
         """One line per reason the verdict is not ``pass``."""
         if self.inconclusive():

@@ -1,4 +1,5 @@
-"""``kaudit probe prove``: the producer-side claims about Kafka delivery, shown on the lab.
+"""``kaudit probe prove``: the claims about Kafka delivery, shown on the lab: the producer's
+(acks, ISR, idempotence, transactions) and the consumer's (when offsets are committed).
 
 Each claim is checked on one or two *experiments*: probe runs whose fault schedule makes the
 failure happen (see :mod:`kaudit.probe.faults`), so the expected outcome is reached every
@@ -16,10 +17,14 @@ from pathlib import Path
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import wait_until_in_sync
 from kaudit.connect.settings import ConnectionSettings
+from kaudit.probe.consume.model import ConsumeReport, ConsumeSettings
+from kaudit.probe.consume.runner import run_consume
 from kaudit.probe.faults import LabControl, parse_fault
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.runner import run_probe
 
+SIDES = ("producer", "consumer")
+"""The halves of the proof, both by default (``--only`` picks one)."""
 SETTLE_WAIT_S = 120.0
 """How long a healthy cluster (every replica in sync) is waited for before each run."""
 
@@ -54,7 +59,26 @@ class Experiment:
         return ", ".join(parts)
 
 
-Outcome = Callable[[dict[str, ProbeReport]], tuple[bool, str]]
+@dataclass(frozen=True)
+class ConsumerExperiment:
+    """One ``probe consume`` run of the proof: a commit strategy under worker crashes that
+    land between its two steps, every time."""
+
+    name: str
+    strategy: str
+    fault: str = "worker crashes"
+
+    def settings(self, lab_state_dir: Path | None) -> ConsumeSettings:
+        return ConsumeSettings(strategy=self.strategy, workers=2, count=3000, partitions=3,
+                               batch=25, process_ms=20.0, crash_every=1.0, max_crashes=3,
+                               lab_state_dir=lab_state_dir)
+
+    def label(self) -> str:
+        return f"--commit {self.strategy}"
+
+
+Report = ProbeReport | ConsumeReport
+Outcome = Callable[[dict[str, Report]], tuple[bool, str]]
 """Reads the experiments' reports: (does the claim hold, the observed counts)."""
 
 
@@ -66,6 +90,7 @@ class Claim:
     experiments: tuple[str, ...]
     expected: str
     outcome: Outcome
+    side: str = "producer"
 
 
 EXPERIMENTS = (
@@ -84,7 +109,23 @@ EXPERIMENTS = (
     Experiment("txn-restart", {"transactional": True, "txn_size": 500}, "restart-producer"),
     Experiment("txn-aborts", {"transactional": True, "txn_size": 500, "abort_ratio": 0.5}),
 )
-"""Every run the proof makes, in order."""
+"""Every producer run the proof makes, in order."""
+
+CONSUMER_EXPERIMENTS = tuple(ConsumerExperiment(f"consume-{strategy}", strategy) for strategy
+                             in ("before-process", "after-process", "transactional",
+                                 "sink-offsets"))
+"""Every consumer run the proof makes, in order."""
+
+
+def _consumed(name: str, lost: bool, duplicated: bool) -> Outcome:
+    def outcome(reports: dict[str, Report]) -> tuple[bool, str]:
+        report = reports[name]
+        assert isinstance(report, ConsumeReport)
+        v = report.verification
+        holds = (v.lost > 0) == lost and (v.duplicated > 0) == duplicated and report.finished
+        return holds, (f"lost {v.lost}, duplicated {v.duplicated} after {len(v.crashes)} "
+                       f"crash(es)")
+    return outcome
 
 
 def _counts(report: ProbeReport, *names: str) -> str:
@@ -93,22 +134,25 @@ def _counts(report: ProbeReport, *names: str) -> str:
 
 
 def _one(name: str, holds: Callable[[ProbeReport], bool], *shown: str) -> Outcome:
-    def outcome(reports: dict[str, ProbeReport]) -> tuple[bool, str]:
+    def outcome(reports: dict[str, Report]) -> tuple[bool, str]:
         report = reports[name]
+        assert isinstance(report, ProbeReport)
         return holds(report), _counts(report, *shown)
     return outcome
 
 
-def _unclean_truncates(reports: dict[str, ProbeReport]) -> tuple[bool, str]:
+def _unclean_truncates(reports: dict[str, Report]) -> tuple[bool, str]:
     on, off = reports["isr1-unclean"], reports["isr1-clean"]
+    assert isinstance(on, ProbeReport) and isinstance(off, ProbeReport)
     offline = off.timeline.summary()["unavailable_seconds"]
     return (on.verification.lost > 0 and off.verification.lost == 0,
             f"unclean on: lost {on.verification.lost}; unclean off: lost "
             f"{off.verification.lost}, unavailable {offline}s")
 
 
-def _reader_saw_only_replicated(reports: dict[str, ProbeReport]) -> tuple[bool, str]:
+def _reader_saw_only_replicated(reports: dict[str, Report]) -> tuple[bool, str]:
     report = reports["acks1"]
+    assert isinstance(report, ProbeReport)
     return (report.verification.lost > 0 and report.read_then_lost == 0,
             f"lost {report.verification.lost}, of which a reader had seen "
             f"{report.read_then_lost}")
@@ -145,6 +189,18 @@ CLAIMS = (
                and r.verification.aborted_visible == 0, "aborted", "aborted_visible")),
     Claim("consumers see only replicated writes (high watermark)", ("acks1",),
           "no message read and then lost", _reader_saw_only_replicated),
+    Claim("committing before processing loses what a crash interrupts",
+          ("consume-before-process",), "lost > 0, duplicated = 0",
+          _consumed("consume-before-process", lost=True, duplicated=False), "consumer"),
+    Claim("processing before committing repeats it", ("consume-after-process",),
+          "duplicated > 0, lost = 0",
+          _consumed("consume-after-process", lost=False, duplicated=True), "consumer"),
+    Claim("offsets in the producer's transaction: exactly once for read_committed",
+          ("consume-transactional",), "lost = 0, duplicated = 0",
+          _consumed("consume-transactional", lost=False, duplicated=False), "consumer"),
+    Claim("results and offsets in one sink transaction: exactly once",
+          ("consume-sink-offsets",), "lost = 0, duplicated = 0",
+          _consumed("consume-sink-offsets", lost=False, duplicated=False), "consumer"),
 )
 """The rows of the proof, each naming the experiments it reads."""
 
@@ -168,12 +224,13 @@ def base_settings(lab_state_dir: Path | None, count: int, rate: float) -> ProbeS
                          e2e_latency=False)
 
 
-def judge(reports: dict[str, ProbeReport]) -> list[ProofRow]:
-    """Every claim against the runs made; a claim whose run is missing or inconclusive
-    is not confirmed."""
-    by_name = {e.name: e for e in EXPERIMENTS}
+def judge(reports: dict[str, Report], sides: tuple[str, ...] = SIDES) -> list[ProofRow]:
+    """Every claim of ``sides`` against the runs made; a claim whose run is missing or
+    inconclusive is not confirmed."""
+    by_name: dict[str, Experiment | ConsumerExperiment] = {e.name: e for e in EXPERIMENTS}
+    by_name.update((e.name, e) for e in CONSUMER_EXPERIMENTS)
     rows = []
-    for claim in CLAIMS:
+    for claim in (c for c in CLAIMS if c.side in sides):
         used = [by_name[name] for name in claim.experiments]
         schedule = " / ".join(dict.fromkeys(e.fault or "aborts" for e in used))
         settings = " vs ".join(e.label() for e in used)
@@ -182,7 +239,8 @@ def judge(reports: dict[str, ProbeReport]) -> list[ProofRow]:
                         if name in reports and reports[name].inconclusive()]
         if missing or inconclusive:
             observed = (f"run {', '.join(missing)} not made" if missing
-                        else f"run {', '.join(inconclusive)} inconclusive (nothing acknowledged)")
+                        else f"run {', '.join(inconclusive)} inconclusive "
+                             f"({reports[inconclusive[0]].inconclusive_reason()})")
             rows.append(ProofRow(claim, schedule, settings, observed, False))
             continue
         holds, observed = claim.outcome(reports)
@@ -191,22 +249,29 @@ def judge(reports: dict[str, ProbeReport]) -> list[ProofRow]:
 
 
 def run_proof(conn: ConnectionSettings, base: ProbeSettings, interrupted: threading.Event,
-              say: Callable[[str], None]) -> tuple[list[ProofRow], dict[str, ProbeReport]]:
-    """Make every experiment on a healthy cluster, then judge every claim."""
+              say: Callable[[str], None], sides: tuple[str, ...] = SIDES
+              ) -> tuple[list[ProofRow], dict[str, Report]]:
+    """Make every experiment of ``sides`` on a healthy cluster, then judge its claims."""
     from kaudit.lab.state import default_state_dir
 
     # Every schedule signals the lab's brokers: no lab there is exit 2 before any run.
     LabControl((base.lab_state_dir or default_state_dir()).expanduser())
-    reports: dict[str, ProbeReport] = {}
+    reports: dict[str, Report] = {}
     session = AdminSession(conn)
-    for n, experiment in enumerate(EXPERIMENTS, 1):
+    producer = EXPERIMENTS if "producer" in sides else ()
+    consumer = CONSUMER_EXPERIMENTS if "consumer" in sides else ()
+    total = len(producer) + len(consumer)
+    for n, experiment in enumerate((*producer, *consumer), 1):
         if interrupted.is_set():
             break
         if not wait_until_in_sync(session, SETTLE_WAIT_S, interrupted):
             say(f"some replicas are still out of sync after {SETTLE_WAIT_S:g}s; going on")
-        say(f"[{n}/{len(EXPERIMENTS)}] {experiment.label()}, "
+        say(f"[{n}/{total}] {experiment.label()}, "
             f"{experiment.fault or 'transactions aborted on purpose'}")
-        report = run_probe(conn, experiment.settings(base), interrupted)
-        reports[experiment.name] = report
-    return judge(reports), reports
+        if isinstance(experiment, ConsumerExperiment):
+            reports[experiment.name] = run_consume(
+                conn, experiment.settings(base.lab_state_dir), interrupted)
+        else:
+            reports[experiment.name] = run_probe(conn, experiment.settings(base), interrupted)
+    return judge(reports, sides), reports
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from kaudit.probe.consume.model import ConsumeReport
 from kaudit.probe.model import ProbeReport
 from kaudit.probe.prove import ProofRow
 from kaudit.report.base import Report, text_only
@@ -19,7 +20,7 @@ class Proof:
     """The rows of a proof and the probe runs they read."""
 
     rows: list[ProofRow]
-    reports: dict[str, ProbeReport]
+    reports: dict[str, ProbeReport | ConsumeReport]
     seconds: float
 
     @property
@@ -41,19 +42,30 @@ def prove_document(proof: Proof) -> dict[str, Any]:
                   "expected": r.claim.expected, "observed": r.observed,
                   "runs": list(r.claim.experiments), "verdict": _verdict(r)}
                  for r in proof.rows],
-        "runs": {name: {"run_id": rep.run_id, "topic": rep.topic,
-                        "settings": rep.settings.describe(),
-                        **{k: getattr(rep.verification, k) for k in (
-                            "sent", "acked", "failed", "indeterminate", "aborted", "lost",
-                            "duplicated", "reordered", "aborted_visible")},
-                        "read_then_lost": rep.read_then_lost,
-                        "unavailable_seconds": rep.timeline.summary()["unavailable_seconds"],
-                        "events": [{"at_s": e.at_s, "kind": e.kind, "detail": e.detail,
-                                    "partition": e.partition} for e in rep.events],
-                        "verdict": rep.verdict}
-                 for name, rep in proof.reports.items()},
+        "runs": {name: _run(rep) for name, rep in proof.reports.items()},
         "verdict": proof.verdict,
     }
+
+
+def _run(rep: ProbeReport | ConsumeReport) -> dict[str, Any]:
+    """One run's counts (a consumer run: its ``kaudit.consume/v1`` counts and crashes)."""
+    if isinstance(rep, ConsumeReport):
+        from kaudit.report.consume import consume_document
+
+        doc = consume_document(rep)
+        return {k: doc[k] for k in (
+            "run_id", "topic", "settings", "records", "processed", "lost", "duplicated",
+            "extra_processings", "reordered", "delivered", "promised", "crashes",
+            "unattributed", "finished", "events", "verdict")}
+    return {"run_id": rep.run_id, "topic": rep.topic, "settings": rep.settings.describe(),
+            **{k: getattr(rep.verification, k) for k in (
+                "sent", "acked", "failed", "indeterminate", "aborted", "lost", "duplicated",
+                "reordered", "aborted_visible")},
+            "read_then_lost": rep.read_then_lost,
+            "unavailable_seconds": rep.timeline.summary()["unavailable_seconds"],
+            "events": [{"at_s": e.at_s, "kind": e.kind, "detail": e.detail,
+                        "partition": e.partition} for e in rep.events],
+            "verdict": rep.verdict}
 
 
 def prove_table(proof: Proof) -> str:
@@ -77,7 +89,7 @@ def prove_html(proof: Proof) -> str:
                           r.observed, _verdict(r)) for r in proof.rows], verdict_column=5)
     runs = [(f"run {name}: {', '.join(rep.settings.describe()['faults']) or 'no fault'}, "
              f"verdict {rep.verdict}", html.timeline(probe_document(rep), name))
-            for name, rep in proof.reports.items()]
+            for name, rep in proof.reports.items() if isinstance(rep, ProbeReport)]
     confirmed = sum(r.confirmed for r in proof.rows)
     return html.page("kaudit probe prove", proof.verdict,
                      f"{confirmed} of {len(proof.rows)} claims confirmed in "

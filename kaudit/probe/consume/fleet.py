@@ -53,6 +53,12 @@ class Fleet:
     def running(self) -> list[int]:
         return sorted(w for w, p in self.procs.items() if p.poll() is None)
 
+    def busy(self, worker: int) -> bool:
+        """Whether the worker's current incarnation has polled a batch: it has its signal
+        handlers and its partitions, so a crash asked of it can land on a batch."""
+        path = self.run_dir / journal_name(worker, self.incarnation[worker])
+        return path.exists() and any(e.kind == "B" for e in read_journal(path))
+
     def crash(self, worker: int, anywhere: bool) -> None:
         """SIGKILL now (``anywhere``), or ask for a SIGKILL at the next crash point."""
         proc = self.procs[worker]

@@ -108,6 +108,13 @@ class ConsumeReport:
             return 0.0
         return self.verification.processings / self.consume_seconds / self.settings.workers
 
+    def inconclusive(self) -> bool:
+        """Whether crashes were asked for and none landed (nothing was shown about them)."""
+        return bool(self.settings.crash_every) and not self.verification.crashes
+
+    def inconclusive_reason(self) -> str:
+        return "no crash landed on a batch"
+
     def violations(self) -> list[str]:
         """One line per reason the verdict is not ``pass``."""
         out = self.verification.violations(self.settings.expect)

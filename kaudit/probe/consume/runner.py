@@ -78,6 +78,9 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
                                                   settings.min_insync_replicas, None))
     run_dir = Path(tempfile.mkdtemp(prefix="kaudit-consume-"))
     deleted = False
+    # The group can be deleted only once its static members have timed out: that wait
+    # runs beside the verification.
+    leaving = threading.Thread(target=_delete_group, args=(run,), daemon=True)
     try:
         inputs = _fill(run, partitions)
         fill_s = time.monotonic() - run.started
@@ -86,8 +89,14 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
             create_sink(sink, {p: start for p, (start, _) in inputs.items()})
         fleet = Fleet(_worker_config(run, run_dir, sink), run_dir, run.event)
         consume_started = time.monotonic()
-        finished = _drive(run, fleet, lab, inputs, sink, interrupted)
+        try:
+            finished = _drive(run, fleet, lab, inputs, sink, interrupted)
+        finally:
+            if not settings.keep:
+                leaving.start()
         consume_s = time.monotonic() - consume_started
+        if run.output is not None:
+            _fence_transactions(run, sorted(fleet.incarnation))
         incarnations = _incarnations(run_dir, fleet)
         processings = _processings(run, run_dir, sink, incarnations, partitions)
         verification = verify(inputs, processings, incarnations)
@@ -95,7 +104,8 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
         if not settings.keep:
             deleted = all([delete_probe_topic(run.session, name)
                            for name in filter(None, (run.topic, run.output))])
-            _delete_group(run)
+            if leaving.is_alive():
+                leaving.join()
             shutil.rmtree(run_dir, ignore_errors=True)
         else:
             run.notes.append(f"kept: topics and the group {run.group}; journals and sink "
@@ -220,7 +230,7 @@ def _drive(run: Run, fleet: Fleet, lab: Any, inputs: dict[int, tuple[int, int]],
             if next_crash is not None and now >= next_crash:
                 next_crash += s.crash_every or 0
                 targets = [w for w in fleet.running() if w < s.workers
-                           and w not in fleet.pending_crash]
+                           and w not in fleet.pending_crash and fleet.busy(w)]
                 if targets and (s.max_crashes is None or fleet.crashes < s.max_crashes):
                     fleet.crash(rng.choice(targets), anywhere=s.crash_point == "anywhere")
             if next_rebalance is not None and now >= next_rebalance:
@@ -264,12 +274,14 @@ class _Faults:
 
     def _inject(self) -> None:
         for fault in self.run.settings.faults:
+            if self.cancel.is_set():
+                return
             broker = self._target(fault)
             self.lab.kill(broker, "KILL")
             self.down.append(broker)
             self.run.event("fault", f"{fault}: broker {broker} SIGKILLed")
         self.cancel.wait(self.run.settings.fault_duration)
-        self.heal()
+        self._restart()
 
     def _target(self, fault: str) -> int:
         if fault == "kill-leader":
@@ -279,7 +291,14 @@ class _Faults:
         return int(described.coordinator.id)
 
     def heal(self) -> None:
+        """Cut the fault short (the run is over) and restart what it killed, before
+        anything is read back."""
         self.cancel.set()
+        if self.thread is not None:
+            self.thread.join()
+        self._restart()
+
+    def _restart(self) -> None:
         while self.down:
             broker = self.down.pop()
             self.lab.start(broker)
@@ -307,20 +326,37 @@ def _processings(run: Run, run_dir: Path, sink: Path, incarnations: list[Incarna
     # The ledger strategies: the journals' P lines are the ledger, ordered by time.
     lines = sorted((e.t_ns, x.worker, x.incarnation, e) for x in incarnations
                    for e in x.entries if e.kind == "P")
-    return [Processing(e.partition or 0, o, w, i) for _, w, i, e in lines for o in e.offsets]
+    return [Processing(e.partition or 0, o, w, i, t) for t, w, i, e in lines for o in e.offsets]
+
+
+def _fence_transactions(run: Run, workers: list[int]) -> None:
+    """Abort what a worker killed at the end left open: a new session with its
+    transactional id fences it (as its restart would have), so the output's last stable
+    offset is not held back until transaction.timeout.ms."""
+    for w in workers:
+        producer = new_producer(run.conn, None, **{
+            "transactional.id": f"{run.group}-w{w}", "enable.idempotence": True})
+        try:
+            producer.init_transactions(run.conn.timeout * 3)
+        except client.KafkaException as exc:
+            run.notes.append(f"could not fence worker {w}'s transactions: "
+                             f"{client.kafka_message(exc)}")
 
 
 def _read_output(run: Run, partitions: list[int]) -> list[Processing]:
     """The output topic as a read_committed reader sees it: committed transactions only."""
     assert run.output is not None
-    ends = run.session.list_offsets(run.output, partitions, "latest", read_committed=True)
+    # A fresh admin client: the run's own cached the leader epochs from before a broker
+    # was restarted, and librdkafka's ListOffsets sends them, FENCED_LEADER_EPOCH forever.
+    ends = AdminSession(run.conn).list_offsets(run.output, partitions, "latest",
+                                               read_committed=True)
     consumer = new_consumer(run.conn, None, **{
         "group.id": f"{run.group}-verify", "enable.auto.commit": False,
         "enable.partition.eof": True, "isolation.level": "read_committed"})
     consumer.assign([client.TopicPartition(run.output, p, 0) for p in partitions])
     pending = {p for p in partitions if ends[p] > 0}
     out: list[Processing] = []
-    deadline = time.monotonic() + max(30.0, run.conn.timeout * 3)
+    deadline = time.monotonic() + max(60.0, run.conn.timeout * 6)
     try:
         while pending and time.monotonic() < deadline:
             for msg in consumer.consume(num_messages=5000, timeout=0.5):
@@ -330,7 +366,7 @@ def _read_output(run: Run, partitions: list[int]) -> list[Processing]:
                         pending.discard(p)
                     continue
                 ip, io, w, i = (int(x) for x in msg.value().split())
-                out.append(Processing(ip, io, w, i))
+                out.append(Processing(ip, io, w, i, msg.timestamp()[1] * 1_000_000))
                 if msg.offset() + 1 >= ends[p]:
                     pending.discard(p)
     finally:

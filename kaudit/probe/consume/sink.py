@@ -15,6 +15,7 @@ must be countable.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +25,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS processed (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     partition INTEGER NOT NULL, record_offset INTEGER NOT NULL,
-    worker INTEGER NOT NULL, incarnation INTEGER NOT NULL);
+    worker INTEGER NOT NULL, incarnation INTEGER NOT NULL, at_ns INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS offsets (
     partition INTEGER PRIMARY KEY, next_offset INTEGER NOT NULL);
 """
@@ -78,9 +79,11 @@ class SinkWriter:
                 if fresh[0] != at:
                     rewind[p] = at
                     continue
+                now = time.time_ns()
                 db.executemany(
-                    "INSERT INTO processed (partition, record_offset, worker, incarnation) "
-                    "VALUES (?, ?, ?, ?)", [(p, o, worker, incarnation) for o in fresh])
+                    "INSERT INTO processed (partition, record_offset, worker, incarnation, "
+                    "at_ns) VALUES (?, ?, ?, ?, ?)",
+                    [(p, o, worker, incarnation, now) for o in fresh])
                 db.execute("UPDATE offsets SET next_offset = ? WHERE partition = ?",
                            (fresh[-1] + 1, p))
                 written[p] = fresh
@@ -110,7 +113,8 @@ def read_processings(path: Path) -> list[Processing]:
     """Every stored record, in the order it was committed."""
     db = _connect(path)
     try:
-        return [Processing(int(p), int(o), int(w), int(i)) for p, o, w, i in db.execute(
-            "SELECT partition, record_offset, worker, incarnation FROM processed ORDER BY seq")]
+        return [Processing(int(p), int(o), int(w), int(i), int(t)) for p, o, w, i, t in
+                db.execute("SELECT partition, record_offset, worker, incarnation, at_ns "
+                           "FROM processed ORDER BY seq")]
     finally:
         db.close()

@@ -9,8 +9,9 @@ and each repeat. Pure: journals and processings in, a :class:`ConsumeVerificatio
 
 Attribution, per crashed incarnation X (its journal, :mod:`~kaudit.probe.consume.journal`):
 a lost record X had polled but never processed is X's; a record X processed but did not
-commit past, and that was processed again, is a repeat X caused. What no crash explains is
-``unattributed`` (e.g. a member that lost its partitions in a rebalance while processing).
+commit past, and that another incarnation processed again after X died, is a repeat X
+caused. What no crash explains is ``unattributed`` (e.g. a rebalance that moved a partition
+between a member's processing and its commit).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class Processing:
     offset: int
     worker: int
     incarnation: int
+    t_ns: int = 0
+    """When it was processed (0: not known)."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,8 @@ def verify(inputs: dict[int, tuple[int, int]], processings: Sequence[Processing]
     """``inputs``: each input partition's ``[start, end)``; ``processings`` in the order the
     sink holds them (per partition, the order they were processed)."""
     counts: Counter[tuple[int, int]] = Counter()
-    by: dict[tuple[int, int], set[int]] = defaultdict(set)  # (p, o) -> indexes of incarnations
+    # (p, o) -> (incarnation index, when) of each processing
+    by: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     index = {(x.worker, x.incarnation): i for i, x in enumerate(incarnations)}
     outside = reordered = 0
     highest: dict[int, int] = {}
@@ -151,9 +155,7 @@ def verify(inputs: dict[int, tuple[int, int]], processings: Sequence[Processing]
                 reordered += 1
             highest[item.partition] = max(highest.get(item.partition, -1), item.offset)
         counts[key] += 1
-        who = index.get((item.worker, item.incarnation))
-        if who is not None:
-            by[key].add(who)
+        by[key].append((index.get((item.worker, item.incarnation), -1), item.t_ns))
 
     lost: dict[int, list[int]] = defaultdict(list)
     duplicated: dict[int, list[int]] = defaultdict(list)
@@ -183,7 +185,8 @@ def verify(inputs: dict[int, tuple[int, int]], processings: Sequence[Processing]
 
 
 def _attribute(incarnations: Sequence[Incarnation], lost: dict[int, list[int]],
-               duplicated: dict[int, list[int]], by: dict[tuple[int, int], set[int]]
+               duplicated: dict[int, list[int]],
+               by: dict[tuple[int, int], list[tuple[int, int]]]
                ) -> tuple[list[CrashBlame], dict[int, list[int]], dict[int, list[int]]]:
     crashed = sorted((i for i, x in enumerate(incarnations) if x.killed_ns is not None),
                      key=lambda i: incarnations[i].killed_ns or 0)
@@ -194,7 +197,8 @@ def _attribute(incarnations: Sequence[Incarnation], lost: dict[int, list[int]],
         x = incarnations[i]
         in_flight = {}
         for p, offsets in sorted(polled[i].items()):
-            done = {o for o in offsets if o < committed[i].get(p, 0) and i in by.get((p, o), ())}
+            done = {o for o in offsets if o < committed[i].get(p, 0)
+                    and any(who == i for who, _ in by.get((p, o), ()))}
             rest = sorted(offsets - done)
             if rest:
                 in_flight[p] = ranges_text(rest)
@@ -212,12 +216,16 @@ def _attribute(incarnations: Sequence[Incarnation], lost: dict[int, list[int]],
     unattributed_dup: dict[int, list[int]] = defaultdict(list)
     for p, repeated in duplicated.items():
         for o in repeated:
-            # A crash that processed the record without committing past it: its successor
-            # was given the record again.
-            owner = next((i for i in crashed if i in by.get((p, o), ())
-                          and committed[i].get(p, 0) <= o), None)
-            if owner is None:
+            runs = by[(p, o)]
+            explained = 0
+            for i in {who for who, _ in runs if who in blames}:
+                # It processed the record, died before committing past it, and someone
+                # else processed it again after its death (times 0: not known).
+                died = incarnations[i].killed_ns or 0
+                if committed[i].get(p, 0) <= o and any(
+                        who != i and (t == 0 or died == 0 or t >= died) for who, t in runs):
+                    blames[i].duplicated.setdefault(p, []).append(o)
+                    explained += 1
+            if explained < len(runs) - 1:
                 unattributed_dup[p].append(o)
-            else:
-                blames[owner].duplicated.setdefault(p, []).append(o)
     return [blames[i] for i in crashed], dict(unattributed_lost), dict(unattributed_dup)

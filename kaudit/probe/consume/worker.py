@@ -53,6 +53,7 @@ class Worker:
         self.crash_pending = False
         self.stopping = False
         self.sink: Any = None
+        self.errors: Any = None
         self.producer: Any = None
         self.consumer: Any = None
 
@@ -85,7 +86,8 @@ class Worker:
             extra["on_commit"] = self._on_auto_commit
         if cfg["static_membership"]:
             extra["group.instance.id"] = f"{cfg['group']}-w{self.worker}"
-        self.consumer = client.new_consumer(self.conn, **extra)
+        self.errors = client.ErrorCollector()
+        self.consumer = client.new_consumer(self.conn, self.errors, **extra)
         if self.strategy == "transactional":
             self.producer = client.new_producer(self.conn, **{
                 "transactional.id": f"{cfg['group']}-w{self.worker}",
@@ -125,10 +127,16 @@ class Worker:
         try:
             while not self.stopping and os.getppid() == self.cfg["parent_pid"]:
                 messages = self.consumer.consume(num_messages=self.cfg["batch"], timeout=0.2)
+                self._give_up_when_fatal()
                 batch: dict[int, list[int]] = {}
                 for m in messages:
-                    if m.error() is None:
+                    error = m.error()
+                    if error is None:
                         batch.setdefault(m.partition(), []).append(m.offset())
+                    elif error.fatal():
+                        # e.g. a static member fenced after the coordinator moved: this
+                        # client is finished; the runner starts a new incarnation.
+                        raise client.KafkaException(error)
                 if not batch:
                     continue
                 for p, offsets in sorted(batch.items()):
@@ -143,6 +151,14 @@ class Worker:
             self.producer.flush(self.conn.timeout)
         self.journal.stopped()
         return 0
+
+    def _give_up_when_fatal(self) -> None:
+        """A fatal client error (e.g. a static member fenced after the coordinator moved,
+        reported through the error callback) ends this incarnation: the runner starts
+        a new one, which rejoins with the same group.instance.id."""
+        fatal = self.errors.first_fatal()
+        if fatal is not None:
+            raise client.KafkaException(fatal)
 
     def _process(self, batch: dict[int, list[int]]) -> None:
         """The work: --process-ms of it, then one ledger line per partition."""

@@ -127,3 +127,30 @@ def test_expectations(expect: str | None, lost: int, dup: int, broken: bool) -> 
     done = [Processing(0, 0, 0, 0)] * (1 + dup) if not lost else []
     v = verify({0: (0, 1)}, done, [])
     assert bool(v.violations(expect)) is broken
+
+
+def test_a_repeat_from_before_the_crash_is_not_the_crashs() -> None:
+    # Worker 1 processed 0-1 at t=3 (after a rebalance gave it the partition) before
+    # worker 0, which had processed them at t=2 without committing, crashed at t=10: the
+    # repeat is the rebalance's, not the crash's.
+    crashed = _inc(0, 0, B(1, 0, 0, 1), P(2, 0, 0, 1), killed=10,
+                   point="after-process-before-commit")
+    other = _inc(1, 0, B(3, 0, 0, 1), P(3, 0, 0, 1), C(4, 0, 2))
+    done = [Processing(0, 0, 0, 0, 2), Processing(0, 1, 0, 0, 2),
+            Processing(0, 0, 1, 0, 3), Processing(0, 1, 1, 0, 3)]
+    v = verify({0: (0, 2)}, done, [crashed, other])
+    assert v.duplicated == 2 and v.crashes[0].duplicated == {}
+    assert v.unattributed_duplicated == {0: [0, 1]}
+
+
+def test_each_crash_that_repeated_a_record_is_named() -> None:
+    # Processed by 0.0 and 0.1, both killed before committing, then by 0.2: two repeats,
+    # one per crash.
+    a = _inc(0, 0, B(1, 0, 0), P(2, 0, 0), killed=3, point="after-process-before-commit")
+    b = _inc(0, 1, B(4, 0, 0), P(5, 0, 0), killed=6, point="after-process-before-commit")
+    c = _inc(0, 2, B(7, 0, 0), P(8, 0, 0), C(9, 0, 1))
+    done = [Processing(0, 0, 0, 0, 2), Processing(0, 0, 0, 1, 5), Processing(0, 0, 0, 2, 8)]
+    v = verify({0: (0, 1)}, done, [a, b, c])
+    assert v.extra_processings == 2 and v.times == {3: 1}
+    assert [x.duplicated for x in v.crashes] == [{0: [0]}, {0: [0]}]
+    assert v.unattributed_duplicated == {}
