@@ -93,6 +93,10 @@ def consume(
         min=1, rich_help_panel=GROUP, help="session.timeout.ms of the workers.")] = 6000,
     count: Annotated[int, typer.Option(min=1, rich_help_panel=TOPIC,
                                        help="Records written to the input topic.")] = 5000,
+    rate: Annotated[float, typer.Option(
+        min=0.0, rich_help_panel=TOPIC,
+        help="Records written per second while the workers read, as a live topic is (0: "
+             "the whole input first, then the workers start).")] = 250.0,
     partitions: Annotated[int, typer.Option(min=1, rich_help_panel=TOPIC,
                                             help="Partitions of the input topic.")] = 3,
     replication_factor: Annotated[int, typer.Option(
@@ -158,7 +162,7 @@ def consume(
         if spec not in CONSUMER_FAULTS:
             raise InputError(f"--fault {spec!r}: expected one of {', '.join(CONSUMER_FAULTS)}")
     settings = ConsumeSettings(
-        strategy=commit.value, workers=workers, count=count, partitions=partitions,
+        strategy=commit.value, workers=workers, count=count, rate=rate, partitions=partitions,
         replication_factor=replication_factor,
         min_insync_replicas=min_insync_replicas or None, batch=batch, process_ms=process_ms,
         auto_commit_ms=auto_commit_ms,

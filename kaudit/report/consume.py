@@ -87,12 +87,16 @@ def consume_table(report: ConsumeReport) -> str:
               c.lost_count(), c.duplicated_count(), _cell(c.lost) if c.lost
               else _cell(c.duplicated)) for c in v.crashes],
             headers=["crash", "at s", "point", "in flight", "lost", "duplicated", "offsets"])]
+    shown = [f"{e.at_s:.1f} s {e.detail}" for e in report.events
+             if e.kind in ("fault", "heal", "rebalance")]
+    if shown:
+        lines += ["", "events: " + "; ".join(shown)]
     unattributed = (sum(map(len, v.unattributed_lost.values())),
                     sum(map(len, v.unattributed_duplicated.values())))
     if any(unattributed):
         lines += ["", f"not explained by a crash: {unattributed[0]} lost, "
                       f"{unattributed[1]} duplicated"]
-    lines += ["", *[f"note: {n}" for n in report.notes]]
+    lines += ["", *[f"note: {n}" for n in report.notes], *([""] if report.notes else [])]
     verdict = report.verdict.upper()
     why = report.violations()
     lines.append(f"verdict: {verdict}" + (f" ({'; '.join(why)})" if why else "")

@@ -348,8 +348,9 @@ def test_a_run_with_nothing_acknowledged_is_inconclusive(lab: Lab) -> None:
 
 
 def test_prove_confirms_every_claim_every_run(lab: Lab, restore_brokers: None) -> None:
-    result = run_kaudit("probe", "prove", "-b", lab.bootstrap, "--lab-state-dir",
-                        lab.state_dir, "--format", "json", timeout=900)
+    # The consumer half (--only consumer) is test_probe_consume.py's.
+    result = run_kaudit("probe", "prove", "--only", "producer", "-b", lab.bootstrap,
+                        "--lab-state-dir", lab.state_dir, "--format", "json", timeout=900)
     doc = json.loads(result.stdout)
     unconfirmed = [(r["claim"], r["observed"]) for r in doc["rows"]
                    if r["verdict"] != "CONFIRMED"]

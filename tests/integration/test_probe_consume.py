@@ -1,10 +1,10 @@
 """`kaudit probe consume` against the real lab: each commit strategy under worker crashes
 (and a killed group coordinator) delivers what it is documented to, every run.
 
-The crashes land at each strategy's crash point (``--crash-point between``, the default),
-so the outcome class is the same on every run: before-process loses, after-process repeats,
-transactional and sink-offsets neither. The consumer half of ``kaudit probe prove`` runs the
-same four schedules (test_probe.py).
+The crashes land at each strategy's crash point (``--crash-point between``, the default)
+while the input is still being written (``--rate``), so the outcome class is the same on
+every run: before-process loses, after-process repeats, transactional and sink-offsets
+neither. The four runs are the consumer half of ``kaudit probe prove``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from tests.conftest import Lab, run_kaudit
 
 pytestmark = pytest.mark.kafka
 
-#: Long enough for three crashes to land on batches, short enough for CI.
-RUN = ("--count", "3000", "--batch", "25", "--process-ms", "20", "--workers", "2",
-       "--crash-worker", "1s", "--max-crashes", "3")
+#: The points each strategy's crashes land on (kaudit.probe.consume.worker.CRASH_POINTS).
+POINTS = {"before-process": "after-commit-before-process",
+          "after-process": "after-process-before-commit",
+          "transactional": "after-send-offsets-before-commit",
+          "sink-offsets": "after-write-before-commit"}
 
 
 def consume(lab: Lab, *args: str) -> tuple[int, dict[str, Any], str]:
@@ -30,54 +32,48 @@ def consume(lab: Lab, *args: str) -> tuple[int, dict[str, Any], str]:
     return result.code, doc, result.stderr
 
 
-def _landed(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    assert doc["crashes"], ("no crash landed on a batch", doc["events"])
-    return list(doc["crashes"])
-
-
-def test_commit_before_processing_loses_and_names_the_crash(lab: Lab) -> None:
-    code, doc, stderr = consume(lab, "--commit", "before-process", *RUN)
-    assert code == 1, stderr  # lost records: the default expectation (no loss) fails
-    assert doc["schema"] == "kaudit.consume/v1" and doc["finished"], doc["notes"]
-    assert doc["records"] == 3000 and doc["lost"] > 0 and doc["duplicated"] == 0
-    assert doc["delivered"] == "at-most-once" and doc["promised"] == "at-most-once"
-    crashes = _landed(doc)
-    assert all(c["point"] == "after-commit-before-process" for c in crashes)
-    # Every lost record is a crash's: it had the record in hand, committed, never processed.
-    assert sum(c["lost"] for c in crashes) == doc["lost"] and doc["unattributed"]["lost"] == 0
-    assert all(c["lost"] > 0 for c in crashes)
-    assert any("lost:" in v for v in doc["violations"])
-
-
-def test_processing_before_commit_repeats_and_names_the_crash(lab: Lab) -> None:
-    code, doc, stderr = consume(lab, "--commit", "after-process", "--expect", "at-least-once",
-                                *RUN)
-    assert code == 0, stderr + json.dumps(doc.get("violations"))
-    assert doc["finished"] and doc["lost"] == 0 and doc["duplicated"] > 0
-    crashes = _landed(doc)
-    assert all(c["point"] == "after-process-before-commit" for c in crashes)
-    assert sum(c["duplicated"] for c in crashes) == doc["duplicated"]
-    assert doc["unattributed"]["duplicated"] == 0
-    assert doc["times"].get("0", 0) == 0 and doc["extra_processings"] >= doc["duplicated"]
-
-
-def test_exactly_once_fails_a_run_that_repeats(lab: Lab) -> None:
-    code, doc, _ = consume(lab, "--commit", "after-process", "--expect", "exactly-once",
-                           "--count", "600", "--batch", "25", "--crash-worker", "500ms",
-                           "--max-crashes", "1", "--process-ms", "50")
-    assert code == 1 and doc["verdict"] == "fail" and doc["duplicated"] > 0
+def test_prove_shows_the_consumer_table_with_every_loss_and_repeat_attributed(
+        lab: Lab) -> None:
+    result = run_kaudit("probe", "prove", "--only", "consumer", "-b", lab.bootstrap,
+                        "--lab-state-dir", lab.state_dir, "--format", "json", timeout=600)
+    doc = json.loads(result.stdout)
+    unconfirmed = [(r["claim"], r["observed"]) for r in doc["rows"]
+                   if r["verdict"] != "CONFIRMED"]
+    assert result.code == 0 and not unconfirmed, (unconfirmed, result.stderr)
+    assert len(doc["rows"]) == 4 and doc["verdict"] == "confirmed"
+    runs = {name.removeprefix("consume-"): run for name, run in doc["runs"].items()}
+    assert set(runs) == set(POINTS)
+    for strategy, run in runs.items():
+        assert run["finished"] and run["records"] == 3000, (strategy, run)
+        assert run["crashes"], (strategy, run["events"])
+        assert all(c["point"] == POINTS[strategy] for c in run["crashes"]), strategy
+        # Every loss and every repeat is a crash's, none is left unexplained.
+        assert run["unattributed"]["lost"] == run["unattributed"]["duplicated"] == 0
+        assert sum(c["lost"] for c in run["crashes"]) == run["lost"], strategy
+        assert sum(c["duplicated"] for c in run["crashes"]) == run["duplicated"], strategy
+    lose, repeat = runs["before-process"], runs["after-process"]
+    assert lose["lost"] > 0 and lose["duplicated"] == 0
+    assert all(c["lost"] > 0 for c in lose["crashes"])  # each crash had a batch in hand
+    assert repeat["lost"] == 0 and repeat["duplicated"] > 0
+    assert all(c["duplicated"] > 0 for c in repeat["crashes"])
+    for strategy in ("transactional", "sink-offsets"):
+        assert (runs[strategy]["lost"], runs[strategy]["duplicated"]) == (0, 0)
+        assert runs[strategy]["processed"] == 3000
 
 
 @pytest.mark.parametrize("commit", ["transactional", "sink-offsets"])
 def test_exactly_once_strategies_under_crashes_and_a_killed_coordinator(
         lab: Lab, restore_brokers: None, commit: str) -> None:
-    code, doc, stderr = consume(lab, "--commit", commit, "--expect", "exactly-once", *RUN,
+    code, doc, stderr = consume(lab, "--commit", commit, "--expect", "exactly-once",
+                                "--count", "2000", "--rate", "400", "--batch", "25",
+                                "--crash-worker", "2s", "--max-crashes", "3",
                                 "--fault", "kill-coordinator", "--fault-at", "30%",
                                 "--fault-duration", "3", "--lab-state-dir", lab.state_dir)
     assert code == 0, stderr + json.dumps([doc.get("violations"), doc.get("events")])
+    assert doc["schema"] == "kaudit.consume/v1" and doc["verdict"] == "pass"
     assert doc["finished"] and (doc["lost"], doc["duplicated"]) == (0, 0)
-    assert doc["processed"] == doc["records"] == 3000
-    assert _landed(doc) and all(c["lost"] == c["duplicated"] == 0 for c in doc["crashes"])
+    assert doc["processed"] == doc["records"] == 2000 and doc["times"] == {"1": 2000}
+    assert doc["crashes"] and all(c["lost"] == c["duplicated"] == 0 for c in doc["crashes"])
     kinds = [e["kind"] for e in doc["events"]]
     assert "fault" in kinds and "heal" in kinds
     assert doc["topics_deleted"]

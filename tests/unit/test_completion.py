@@ -43,7 +43,7 @@ def test_the_app_has_the_commands_completion_is_tested_on() -> None:
     (["kaudit", ""], COMMANDS),
     (["kaudit", "re"], ["reconcile"]),
     (["kaudit", "lab", ""], LAB_COMMANDS),
-    (["kaudit", "probe", ""], ["matrix", "prove"]),
+    (["kaudit", "probe", ""], ["consume", "matrix", "prove"]),
     (["kaudit", "check", "--format", ""], CHECK_FORMATS),
     (["kaudit", "check", "--fail"], ["--fail-on"]),
     (["kaudit", "lab", "kill", "--signal", ""], ["TERM", "KILL", "STOP"]),

@@ -29,6 +29,9 @@ class ConsumeSettings:
     strategy: str = "after-process"
     workers: int = 2
     count: int = 5000
+    rate: float = 250.0
+    """Input records written per second while the workers read (0: all before they
+    start)."""
     partitions: int = 3
     replication_factor: int = 3
     min_insync_replicas: int | None = 2
@@ -56,6 +59,7 @@ class ConsumeSettings:
         """The settings as the report shows them."""
         return {
             "commit": self.strategy, "workers": self.workers, "count": self.count,
+            "rate": self.rate or None,
             "partitions": self.partitions, "replication_factor": self.replication_factor,
             "min_insync_replicas": self.min_insync_replicas, "batch": self.batch,
             "process_ms": self.process_ms,
@@ -117,7 +121,12 @@ class ConsumeReport:
 
     def violations(self) -> list[str]:
         """One line per reason the verdict is not ``pass``."""
-        out = self.verification.violations(self.settings.expect)
+        out = []
+        if self.inconclusive():
+            out.append("inconclusive: --crash-worker was asked for and no crash landed on a "
+                       "batch before the group had read everything (more --count, a lower "
+                       "--rate or more --process-ms give the crashes time)")
+        out += self.verification.violations(self.settings.expect)
         if not self.finished:
             out.append("unfinished: the group stopped making progress before every input "
                        "record was committed; what it never reached counts as lost")
@@ -125,4 +134,8 @@ class ConsumeReport:
 
     @property
     def verdict(self) -> str:
+        """``pass`` or ``fail`` for the expected semantics; ``inconclusive`` when crashes
+        were asked for and none landed: the run has shown nothing about them."""
+        if self.inconclusive():
+            return "inconclusive"
         return "fail" if self.violations() else "pass"

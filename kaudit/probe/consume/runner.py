@@ -26,6 +26,7 @@ from kaudit.cluster.client import AdminSession, new_consumer, new_producer
 from kaudit.cluster.topics import TopicSpec, create_probe_topic, delete_probe_topic, partition_roles
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
+from kaudit.probe.consume.feed import Feed
 from kaudit.probe.consume.fleet import Fleet
 from kaudit.probe.consume.journal import journal_files, read_journal
 from kaudit.probe.consume.model import ConsumeEvent, ConsumeReport, ConsumeSettings
@@ -82,19 +83,25 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
     # runs beside the verification.
     leaving = threading.Thread(target=_delete_group, args=(run,), daemon=True)
     try:
-        inputs = _fill(run, partitions)
+        feed = Feed(conn, run.session, run.topic, partitions, settings.count, settings.rate,
+                    lambda detail: run.event("fill", detail))
+        if not settings.rate:
+            _write_input(run, feed)
         fill_s = time.monotonic() - run.started
         sink = run_dir / "sink.sqlite"
         if settings.strategy == "sink-offsets":
-            create_sink(sink, {p: start for p, (start, _) in inputs.items()})
+            create_sink(sink, feed.starts)
         fleet = Fleet(_worker_config(run, run_dir, sink), run_dir, run.event)
         consume_started = time.monotonic()
         try:
-            finished = _drive(run, fleet, lab, inputs, sink, interrupted)
+            finished = _drive(run, fleet, lab, feed, sink, interrupted)
         finally:
+            feed.stop.set()
+            feed.join()
             if not settings.keep:
                 leaving.start()
         consume_s = time.monotonic() - consume_started
+        inputs = _inputs(run, feed)
         if run.output is not None:
             _fence_transactions(run, sorted(fleet.incarnation))
         incarnations = _incarnations(run_dir, fleet)
@@ -119,36 +126,19 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
         notes=run.notes)
 
 
-def _fill(run: Run, partitions: list[int]) -> dict[int, tuple[int, int]]:
-    """Write --count records round-robin (idempotent, acks=all); the input is then
-    whatever each partition holds from its start to its end."""
-    errors: list[str] = []
+def _write_input(run: Run, feed: Feed) -> None:
+    """Write the whole input before the workers start."""
+    feed.write()
+    _inputs(run, feed)
 
-    def delivered(err: Any, _msg: Any) -> None:
-        if err is not None:
-            errors.append(err.str())
 
-    producer = new_producer(run.conn, None, **{"acks": "all", "enable.idempotence": True,
-                                         "linger.ms": 20, "on_delivery": delivered})
-    for i in range(run.settings.count):
-        while True:
-            try:
-                producer.produce(run.topic, value=b"kaudit-consume %d" % i,
-                                 partition=i % len(partitions))
-                break
-            except BufferError:
-                producer.poll(0.1)
-        producer.poll(0)
-    left = producer.flush(run.conn.timeout * 3)
-    if left or errors:
-        raise InputError(f"could not fill the input topic {run.topic}: "
-                         f"{len(errors) + left} record(s) not written "
-                         f"({errors[0] if errors else 'timed out'})")
-    starts = run.session.list_offsets(run.topic, partitions, "earliest")
-    ends = run.session.list_offsets(run.topic, partitions, "latest")
-    run.event("fill", f"{sum(ends[p] - starts[p] for p in partitions)} records in "
-                      f"{len(partitions)} partitions of {run.topic}")
-    return {p: (starts[p], ends[p]) for p in partitions}
+def _inputs(run: Run, feed: Feed) -> dict[int, tuple[int, int]]:
+    """The input's ``[start, end)`` per partition once the feed is over; a feed that could
+    not write everything is an error."""
+    inputs = feed.inputs()
+    if feed.error is not None or inputs is None:
+        raise InputError(feed.error or f"the input topic {run.topic} was not written")
+    return inputs
 
 
 def _worker_config(run: Run, run_dir: Path, sink: Path) -> dict[str, Any]:
@@ -189,21 +179,23 @@ class _Progress:
             self.consumer.close()
 
 
-def _drive(run: Run, fleet: Fleet, lab: Any, inputs: dict[int, tuple[int, int]],
-           sink: Path, interrupted: threading.Event) -> bool:
-    """Start the workers and run the schedule until every record is committed."""
+def _drive(run: Run, fleet: Fleet, lab: Any, feed: Feed, sink: Path,
+           interrupted: threading.Event) -> bool:
+    """Start the workers (and a paced feed) and run the schedule until every input record
+    is committed."""
     s = run.settings
     rng = random.Random(s.seed)
-    progress = _Progress(run, sink, sorted(inputs))
+    progress = _Progress(run, sink, feed.partitions)
     for w in range(s.workers):
         fleet.start(w)
     run.event("start", f"{s.workers} worker(s), --commit {s.strategy}")
+    if s.rate:
+        feed.start()
     start = time.monotonic()
     next_crash = start + s.crash_every if s.crash_every else None
     next_rebalance = start + s.rebalance_every if s.rebalance_every else None
     extra_running = False
     faults = _Faults(run, lab) if s.faults else None
-    total = sum(end - begin for begin, end in inputs.values()) or 1
     last_change, last_seen, finished = time.monotonic(), None, False
     next_check = 0.0
     try:
@@ -215,11 +207,14 @@ def _drive(run: Run, fleet: Fleet, lab: Any, inputs: dict[int, tuple[int, int]],
                 seen = progress.committed()
                 if seen is not None and seen != last_seen:
                     last_seen, last_change = seen, now
-                done = sum(max(0, min(seen.get(p, 0), end) - begin)
-                           for p, (begin, end) in inputs.items()) if seen else 0
+                inputs, total = feed.inputs(), feed.written() or 1
+                done = sum(max(0, min(seen.get(p, 0), inputs[p][1] if inputs else total)
+                               - feed.starts[p]) for p in feed.partitions) if seen else 0
+                if feed.error is not None:
+                    break  # reported as an error once the workers are stopped
                 if faults is not None:
                     faults.maybe_start(done / total, now - start)
-                if done >= total and (faults is None or faults.over()):
+                if inputs is not None and done >= total and (faults is None or faults.over()):
                     finished = True
                     break
                 stall = STALL_S + (s.fault_duration if s.faults else 0)
@@ -227,11 +222,14 @@ def _drive(run: Run, fleet: Fleet, lab: Any, inputs: dict[int, tuple[int, int]],
                     run.notes.append(f"stopped: no progress for {stall:g} s "
                                      f"({done} of {total} records committed)")
                     break
-            if next_crash is not None and now >= next_crash:
-                next_crash += s.crash_every or 0
+            if next_crash is not None and now >= next_crash and (
+                    s.max_crashes is None or fleet.crashes < s.max_crashes):
+                # Only a worker that has its partitions can crash on a batch; until one
+                # has, the crash waits (it is not skipped).
                 targets = [w for w in fleet.running() if w < s.workers
                            and w not in fleet.pending_crash and fleet.busy(w)]
-                if targets and (s.max_crashes is None or fleet.crashes < s.max_crashes):
+                if targets:
+                    next_crash = now + (s.crash_every or 0)
                     fleet.crash(rng.choice(targets), anywhere=s.crash_point == "anywhere")
             if next_rebalance is not None and now >= next_rebalance:
                 next_rebalance += s.rebalance_every or 0

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kaudit.probe.consume.model import ConsumeReport, ConsumeSettings
+from kaudit.probe.consume.verify import Incarnation, Processing, verify
+from kaudit.probe.consume.worker import CRASH_POINTS
 from kaudit.probe.latency import LatencyHistogram, Timeline
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeReport, ProbeSettings
@@ -53,3 +56,20 @@ def probe_report(*, acked: int = 10, lost: int = 0, duplicated: int = 0, failed:
 def with_settings(report: ProbeReport, **changes: object) -> ProbeReport:
     """The same report under other settings."""
     return replace(report, settings=replace(report.settings, **changes))  # type: ignore[arg-type]
+
+
+def consume_report(strategy: str, *, lost: int = 0, duplicated: int = 0, crashes: int = 1,
+                   finished: bool = True) -> ConsumeReport:
+    """A one-partition consumer run of 100 records, verified for real: the first ``lost``
+    never processed, the next ``duplicated`` processed twice, by a worker whose first
+    ``crashes`` incarnations were SIGKILLed at its strategy's crash point."""
+    processings = [Processing(0, o, 0, crashes, o + 1) for o in range(lost, 100)]
+    processings += [Processing(0, o, 0, 0, 1000 + o) for o in range(lost, lost + duplicated)]
+    incarnations = [Incarnation(0, i, (), killed_ns=100 * (i + 1), point=CRASH_POINTS[strategy])
+                    for i in range(crashes)]
+    return ConsumeReport(
+        run_id="r", topic="t", output_topic=None, group="g",
+        settings=ConsumeSettings(strategy=strategy, count=100, partitions=1, crash_every=1.0),
+        verification=verify({0: (0, 100)}, processings, incarnations), events=[],
+        started_ns=0, fill_seconds=1.0, consume_seconds=2.0, total_seconds=3.0,
+        restarts=crashes, finished=finished, interrupted=False, topics_deleted=True)

@@ -154,3 +154,26 @@ def test_each_crash_that_repeated_a_record_is_named() -> None:
     assert v.extra_processings == 2 and v.times == {3: 1}
     assert [x.duplicated for x in v.crashes] == [{0: [0]}, {0: [0]}]
     assert v.unattributed_duplicated == {}
+
+
+def test_a_run_whose_crashes_never_landed_is_inconclusive_not_a_pass() -> None:
+    from tests.unit.probe.reports import consume_report
+
+    report = consume_report("before-process", crashes=0)
+    assert report.verdict == "inconclusive"
+    assert report.violations()[0].startswith("inconclusive: --crash-worker was asked for")
+    assert consume_report("before-process", lost=3).verdict == "fail"
+    assert consume_report("after-process", duplicated=3).verdict == "pass"  # loss only
+
+
+def test_exactly_once_expected_fails_on_a_repeat_and_an_unfinished_run_fails() -> None:
+    from dataclasses import replace
+
+    from tests.unit.probe.reports import consume_report
+
+    repeated = consume_report("after-process", duplicated=3)
+    strict = replace(repeated, settings=replace(repeated.settings, expect="exactly-once"))
+    assert strict.verdict == "fail"
+    assert any(v.startswith("duplicated: 3 input record(s)") for v in strict.violations())
+    unfinished = consume_report("sink-offsets", finished=False)
+    assert unfinished.verdict == "fail" and unfinished.violations()[0].startswith("unfinished")

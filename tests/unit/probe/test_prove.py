@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 
-from kaudit.probe.model import ProbeReport
-from kaudit.probe.prove import CLAIMS, EXPERIMENTS, judge
+from kaudit.probe.prove import CLAIMS, CONSUMER_EXPERIMENTS, EXPERIMENTS, Report, judge
 from kaudit.report.base import render
 from kaudit.report.prove import PROVE, Proof
-from tests.unit.probe.reports import probe_report
+from tests.unit.probe.reports import consume_report, probe_report
 
 
-def _as_kafka_behaves() -> dict[str, ProbeReport]:
+def _as_kafka_behaves() -> dict[str, Report]:
     return {
         "acks0": probe_report(acked=100, lost=40),
         "acks1": probe_report(acked=100, lost=40, read_then_lost=0),
@@ -23,18 +22,49 @@ def _as_kafka_behaves() -> dict[str, ProbeReport]:
         "idempotent-restart": probe_report(acked=100, duplicated=3),
         "txn-restart": probe_report(acked=100),
         "txn-aborts": probe_report(acked=100),
+        "consume-before-process": consume_report("before-process", lost=25, crashes=3),
+        "consume-after-process": consume_report("after-process", duplicated=25, crashes=3),
+        "consume-transactional": consume_report("transactional", crashes=3),
+        "consume-sink-offsets": consume_report("sink-offsets", crashes=3),
     }
 
 
-def _verdicts(reports: dict[str, ProbeReport]) -> dict[str, bool]:
+def _verdicts(reports: dict[str, Report]) -> dict[str, bool]:
     return {row.claim.claim: row.confirmed for row in judge(reports)}
 
 
 def test_every_claim_names_runs_the_proof_makes() -> None:
-    names = {e.name for e in EXPERIMENTS}
-    assert len(names) == len(EXPERIMENTS)
+    names = {e.name for e in (*EXPERIMENTS, *CONSUMER_EXPERIMENTS)}
+    assert len(names) == len(EXPERIMENTS) + len(CONSUMER_EXPERIMENTS)
     assert {n for c in CLAIMS for n in c.experiments} == names
-    assert len(CLAIMS) >= 11
+    assert len(CLAIMS) >= 15
+    assert {c.side for c in CLAIMS} == {"producer", "consumer"}
+
+
+def test_a_consumer_claim_needs_its_outcome_class_and_a_finished_run() -> None:
+    reports = _as_kafka_behaves()
+    # after-process that lost as well as repeated is not "repeats, never loses"
+    reports["consume-after-process"] = consume_report("after-process", lost=2, duplicated=5)
+    # a transactional run that stopped before the end proves nothing
+    reports["consume-transactional"] = consume_report("transactional", finished=False)
+    # crashes asked for and none landed: inconclusive
+    reports["consume-sink-offsets"] = consume_report("sink-offsets", crashes=0)
+    rows = {r.claim.claim: r for r in judge(reports)}
+    assert not rows["processing before committing repeats it"].confirmed
+    assert rows["processing before committing repeats it"].observed == (
+        "lost 2, duplicated 5 after 1 crash(es)")
+    assert not rows["offsets in the producer's transaction: exactly once for "
+                    "read_committed"].confirmed
+    sink = next(r for r in rows.values() if r.claim.experiments == ("consume-sink-offsets",))
+    assert not sink.confirmed
+    assert sink.observed == "run consume-sink-offsets inconclusive (no crash landed on a batch)"
+    assert rows["committing before processing loses what a crash interrupts"].confirmed
+
+
+def test_only_one_side_judges_that_sides_claims() -> None:
+    rows = judge(_as_kafka_behaves(), ("consumer",))
+    assert [r.claim.side for r in rows] == ["consumer"] * len(rows) and len(rows) == 4
+    assert all(r.confirmed for r in rows)
 
 
 def test_the_counts_kafka_gives_confirm_every_claim_but_aborts_need_aborted_sends() -> None:

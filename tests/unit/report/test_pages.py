@@ -73,8 +73,9 @@ def test_a_prove_page_has_a_verdict_per_claim_and_a_timeline_per_run() -> None:
     page = _check_self_contained(render(PROVE, proof, "html"))
     assert len(page.images) == 2
     text = "".join(page.text)
-    # acks1 confirms two claims, acksall one; the eight others have no run
-    assert text.count("NOT CONFIRMED") == 8 and text.count("CONFIRMED") == 11
+    # acks1 confirms two claims, acksall one; the twelve others (four of them the consumer
+    # half's) have no run
+    assert text.count("NOT CONFIRMED") == 12 and text.count("CONFIRMED") == 15
 
 
 def test_a_reconcile_page_counts_per_partition_with_its_offsets() -> None:
