@@ -85,6 +85,12 @@ def consume(
     auto_commit_ms: Annotated[int, typer.Option(
         min=1, rich_help_panel=GROUP, help="auto.commit.interval.ms for --commit auto.")
     ] = 1000,
+    sink: Annotated[str | None, typer.Option(
+        metavar="URI", rich_help_panel=GROUP,
+        help="The database of --commit sink-offsets: sqlite:PATH or "
+             "postgresql://USER@HOST:PORT/DB (password from the URI, PGPASSWORD or "
+             "~/.pgpass; needs kaudit[postgres]). The run's two tables are dropped at the "
+             "end unless --keep [default: a SQLite file of the run's own].")] = None,
     static_membership: Annotated[bool, typer.Option(
         "--static-membership/--no-static-membership", rich_help_panel=GROUP,
         help="Workers keep their group.instance.id across restarts, as a StatefulSet "
@@ -157,6 +163,9 @@ def consume(
     from kaudit.probe.faults import parse_fault_at
     from kaudit.report.consume import CONSUME
 
+    if sink is not None and commit is not Commit.sink_offsets:
+        raise InputError("--sink is the database of --commit sink-offsets; the other "
+                         "strategies keep their ledgers in the run's journals")
     faults = tuple(fault or [])
     for spec in faults:
         if spec not in CONSUMER_FAULTS:
@@ -172,6 +181,7 @@ def consume(
         static_membership=static_membership, faults=faults,
         fault_at=parse_fault_at(fault_at), fault_duration=fault_duration,
         lab_state_dir=lab_state_dir, expect=expect.value if expect else None, keep=keep,
+        sink=sink,
         seed=seed, session_timeout_ms=session_timeout_ms)
     conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:

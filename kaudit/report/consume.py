@@ -27,7 +27,7 @@ def consume_document(report: ConsumeReport) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "run_id": report.run_id, "topic": report.topic, "output_topic": report.output_topic,
-        "group": report.group, "settings": report.settings.describe(),
+        "group": report.group, "sink": report.sink, "settings": report.settings.describe(),
         "records": v.records, "processed": v.processed, "processings": v.processings,
         "lost": v.lost, "duplicated": v.duplicated,
         "extra_processings": v.extra_processings, "reordered": v.reordered,

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Lab, run_kaudit
+from tests.pg import Postgres
 
 pytestmark = pytest.mark.kafka
 
@@ -83,3 +84,38 @@ def test_a_bad_fault_is_one_line_and_exit_2(lab: Lab) -> None:
     result = run_kaudit("probe", "consume", "-b", lab.bootstrap, "--fault", "kill-everything")
     assert result.code == 2 and "Traceback" not in result.stderr
     assert "kill-leader" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("case", ["a_batch_and_its_offsets_commit_together",
+                                  "a_failure_before_commit_rolls_the_batch_back",
+                                  "sigkill_between_the_writes_and_commit_leaves_nothing"])
+def test_the_sink_cases_hold_on_postgresql(postgres: Postgres, case: str) -> None:
+    from kaudit.probe.consume.sink import parse_sink
+    from tests.unit.probe import test_consume_sink
+
+    run = f"t{abs(hash(case)) % 10**8}"
+    getattr(test_consume_sink, case)(parse_sink(_uri(postgres), run))
+    postgres.psql(f"drop table if exists kaudit_consume_{run}_processed, "
+                  f"kaudit_consume_{run}_offsets")
+
+
+def test_sink_offsets_on_postgresql_is_exactly_once_under_crashes(
+        lab: Lab, postgres: Postgres) -> None:
+    before = postgres.psql("select count(*) from pg_tables where tablename like 'kaudit_%'")
+    code, doc, stderr = consume(lab, "--commit", "sink-offsets", "--sink", _uri(postgres),
+                                "--expect", "exactly-once", "--count", "2000", "--rate", "500",
+                                "--batch", "25", "--crash-worker", "1s", "--max-crashes", "3")
+    assert code == 0, stderr + json.dumps(doc.get("violations"))
+    assert (doc["lost"], doc["duplicated"], doc["processed"]) == (0, 0, 2000)
+    assert doc["crashes"] and all(c["point"] == "after-write-before-commit"
+                                  for c in doc["crashes"])
+    assert postgres.password not in json.dumps(doc) + stderr
+    assert doc["sink"].startswith("postgresql://postgres:*****@127.0.0.1:")
+    # The run's tables are dropped at the end.
+    assert postgres.psql("select count(*) from pg_tables where tablename like "
+                         "'kaudit_%'") == before
+
+
+def _uri(postgres: Postgres) -> str:
+    return (f"postgresql://{postgres.user}:{postgres.password}@127.0.0.1:{postgres.port}/"
+            f"{postgres.database}")

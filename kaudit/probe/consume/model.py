@@ -51,6 +51,8 @@ class ConsumeSettings:
     lab_state_dir: Path | None = None
     expect: str | None = None
     keep: bool = False
+    sink: str | None = None
+    """``--sink`` of ``--commit sink-offsets`` (None: a SQLite file of the run's own)."""
     seed: int = 0
     session_timeout_ms: int = 6000
     transaction_timeout_ms: int = 60000
@@ -103,6 +105,8 @@ class ConsumeReport:
     """Every input record was committed (by the group, or in the sink) before the stop."""
     interrupted: bool
     topics_deleted: bool
+    sink: str | None = None
+    """The sink-offsets database as shown (a password masked)."""
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -30,7 +30,15 @@ from kaudit.probe.consume.feed import Feed
 from kaudit.probe.consume.fleet import Fleet
 from kaudit.probe.consume.journal import journal_files, read_journal
 from kaudit.probe.consume.model import ConsumeEvent, ConsumeReport, ConsumeSettings
-from kaudit.probe.consume.sink import create_sink, read_processings, stored_offsets
+from kaudit.probe.consume.sink import (
+    SinkDatabase,
+    SinkTarget,
+    create_sink,
+    drop_sink,
+    parse_sink,
+    read_processings,
+    stored_offsets,
+)
 from kaudit.probe.consume.verify import Incarnation, Processing, verify
 
 STALL_S = 60.0
@@ -73,12 +81,21 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
         lab = LabControl((settings.lab_state_dir or default_state_dir()).expanduser())
     run = Run(conn, settings)
     partitions = list(range(settings.partitions))
+    run_dir = Path(tempfile.mkdtemp(prefix="kaudit-consume-"))
+    sink = None
+    if settings.strategy == "sink-offsets":
+        sink = parse_sink(settings.sink or f"sqlite:{run_dir / 'sink.sqlite'}", run.run_id)
+        # An unreachable sink is exit 3 before anything is created.
+        try:
+            SinkDatabase(sink).close()
+        except BaseException:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise
     for name in filter(None, (run.topic, run.output)):
         create_probe_topic(run.session, TopicSpec(name, settings.partitions,
                                                   settings.replication_factor,
                                                   settings.min_insync_replicas, None))
-    run_dir = Path(tempfile.mkdtemp(prefix="kaudit-consume-"))
-    deleted = False
+    deleted, sink_created = False, False
     # The group can be deleted only once its static members have timed out: that wait
     # runs beside the verification.
     leaving = threading.Thread(target=_delete_group, args=(run,), daemon=True)
@@ -88,9 +105,9 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
         if not settings.rate:
             _write_input(run, feed)
         fill_s = time.monotonic() - run.started
-        sink = run_dir / "sink.sqlite"
-        if settings.strategy == "sink-offsets":
+        if sink is not None:
             create_sink(sink, feed.starts)
+            sink_created = True
         fleet = Fleet(_worker_config(run, run_dir, sink), run_dir, run.event)
         consume_started = time.monotonic()
         try:
@@ -105,25 +122,29 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
         if run.output is not None:
             _fence_transactions(run, sorted(fleet.incarnation))
         incarnations = _incarnations(run_dir, fleet)
-        processings = _processings(run, run_dir, sink, incarnations, partitions)
+        processings = _processings(run, sink, incarnations, partitions)
         verification = verify(inputs, processings, incarnations)
     finally:
         if not settings.keep:
             deleted = all([delete_probe_topic(run.session, name)
                            for name in filter(None, (run.topic, run.output))])
+            if sink is not None and sink_created:
+                drop_sink(sink)
             if leaving.is_alive():
                 leaving.join()
             shutil.rmtree(run_dir, ignore_errors=True)
         else:
-            run.notes.append(f"kept: topics and the group {run.group}; journals and sink "
-                             f"in {run_dir}")
+            kept = (f"; the sink's tables {sink.results_table} and {sink.offsets_table} in "
+                    f"{sink.shown()}" if sink is not None else "")
+            run.notes.append(f"kept: topics and the group {run.group}; journals in "
+                             f"{run_dir}{kept}")
     return ConsumeReport(
         run_id=run.run_id, topic=run.topic, output_topic=run.output, group=run.group,
         settings=settings, verification=verification, events=run.events,
         started_ns=run.started_ns, fill_seconds=fill_s, consume_seconds=consume_s,
         total_seconds=time.monotonic() - run.started, restarts=fleet.restarts,
         finished=finished, interrupted=interrupted.is_set(), topics_deleted=deleted,
-        notes=run.notes)
+        sink=sink.shown() if sink is not None else None, notes=run.notes)
 
 
 def _write_input(run: Run, feed: Feed) -> None:
@@ -141,30 +162,30 @@ def _inputs(run: Run, feed: Feed) -> dict[int, tuple[int, int]]:
     return inputs
 
 
-def _worker_config(run: Run, run_dir: Path, sink: Path) -> dict[str, Any]:
+def _worker_config(run: Run, run_dir: Path, sink: SinkTarget | None) -> dict[str, Any]:
     s = run.settings
     return {"bootstrap": run.conn.bootstrap_servers, "properties": run.conn.properties,
             "timeout": run.conn.timeout, "topic": run.topic, "output_topic": run.output,
             "group": run.group, "strategy": s.strategy, "batch": s.batch,
             "process_ms": s.process_ms, "auto_commit_ms": s.auto_commit_ms,
             "static_membership": s.static_membership, "run_dir": str(run_dir),
-            "sink_path": str(sink), "session_timeout_ms": s.session_timeout_ms,
+            "sink": sink.config() if sink else None, "session_timeout_ms": s.session_timeout_ms,
             "transaction_timeout_ms": s.transaction_timeout_ms}
 
 
 class _Progress:
     """Where the group (or the sink) has committed each input partition to."""
 
-    def __init__(self, run: Run, sink: Path, partitions: list[int]) -> None:
+    def __init__(self, run: Run, sink: SinkTarget | None, partitions: list[int]) -> None:
         self.run, self.sink, self.partitions = run, sink, partitions
         self.consumer: Any = None
-        if run.settings.strategy != "sink-offsets":
+        if sink is None:
             # Never subscribes: it only asks the coordinator for the group's offsets.
             self.consumer = new_consumer(run.conn, None, **{"group.id": run.group,
                                                       "enable.auto.commit": False})
 
     def committed(self) -> dict[int, int] | None:
-        if self.consumer is None:
+        if self.sink is not None:
             return stored_offsets(self.sink)
         try:
             found = self.consumer.committed(
@@ -179,7 +200,7 @@ class _Progress:
             self.consumer.close()
 
 
-def _drive(run: Run, fleet: Fleet, lab: Any, feed: Feed, sink: Path,
+def _drive(run: Run, fleet: Fleet, lab: Any, feed: Feed, sink: SinkTarget | None,
            interrupted: threading.Event) -> bool:
     """Start the workers (and a paced feed) and run the schedule until every input record
     is committed."""
@@ -312,11 +333,11 @@ def _incarnations(run_dir: Path, fleet: Fleet) -> list[Incarnation]:
     return out
 
 
-def _processings(run: Run, run_dir: Path, sink: Path, incarnations: list[Incarnation],
+def _processings(run: Run, sink: SinkTarget | None, incarnations: list[Incarnation],
                  partitions: list[int]) -> list[Processing]:
     """Every processing, in the order the sink holds them."""
     strategy = run.settings.strategy
-    if strategy == "sink-offsets":
+    if sink is not None:
         return read_processings(sink)
     if strategy == "transactional":
         assert run.output is not None

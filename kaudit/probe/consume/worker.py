@@ -96,9 +96,9 @@ class Worker:
             # Fences the previous incarnation and aborts the transaction it left open.
             self.producer.init_transactions(self.conn.timeout * 3)
         if self.strategy == "sink-offsets":
-            from kaudit.probe.consume.sink import SinkWriter
+            from kaudit.probe.consume.sink import SinkTarget, SinkWriter
 
-            self.sink = SinkWriter(Path(cfg["sink_path"]))
+            self.sink = SinkWriter(SinkTarget(**cfg["sink"]))
             self.consumer.subscribe([self.topic], on_assign=self._seek_to_sink)
         else:
             self.consumer.subscribe([self.topic])
