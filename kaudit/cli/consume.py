@@ -109,8 +109,7 @@ def consume(
         min=1, rich_help_panel=TOPIC, help="Replication factor of the input topic.")] = 3,
     min_insync_replicas: Annotated[int | None, typer.Option(
         min=0, rich_help_panel=TOPIC,
-        help="min.insync.replicas of the input topic [default: 2; the broker's when 0].")
-    ] = 2,
+        help="min.insync.replicas of the input topic (0: the broker's).")] = 2,
     crash_worker: Annotated[str | None, typer.Option(
         metavar="EVERY", rich_help_panel=FAULTS,
         help="SIGKILL a worker (chosen with --seed) every EVERY (5s, 500ms); it is "
@@ -156,7 +155,8 @@ def consume(
 
     Each worker is a process that journals what it polled, processed and committed; a
     crashed worker is restarted at once, as an orchestrator would. Exits 0 when the run
-    shows --expect (by default: nothing lost), 1 otherwise.
+    shows --expect (by default: nothing lost); 1 when it does not, or when crashes were
+    asked for and none landed on a batch (inconclusive).
     """
     from kaudit.probe.consume.model import CONSUMER_FAULTS, ConsumeSettings
     from kaudit.probe.consume.runner import run_consume
