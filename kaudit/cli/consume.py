@@ -123,7 +123,8 @@ def consume(
         min=0, rich_help_panel=FAULTS, help="Stop crashing workers after this many.")] = None,
     rebalance: Annotated[str | None, typer.Option(
         metavar="EVERY", rich_help_panel=FAULTS,
-        help="An extra worker joins the group, and leaves it EVERY later, again and again.")
+        help="An extra worker (a dynamic member) joins the group, and leaves it EVERY later "
+             "once it has polled a batch, again and again.")
     ] = None,
     fault: Annotated[list[str] | None, typer.Option(
         metavar="SPEC", rich_help_panel=FAULTS,

@@ -32,6 +32,7 @@ def consume_document(report: ConsumeReport) -> dict[str, Any]:
         "lost": v.lost, "duplicated": v.duplicated,
         "extra_processings": v.extra_processings, "reordered": v.reordered,
         "outside_input": v.outside_input,
+        "processed_by_worker": {str(w): n for w, n in v.by_worker.items()},
         "times": {str(k): n for k, n in v.times.items()},
         "delivered": v.delivered(), "promised": PROMISES[report.settings.strategy],
         "lost_offsets": _ranges(v.lost_offsets),

@@ -80,6 +80,25 @@ def test_exactly_once_strategies_under_crashes_and_a_killed_coordinator(
     assert doc["topics_deleted"]
 
 
+@pytest.mark.parametrize("commit,expect", [("after-process", "at-least-once"),
+                                           ("sink-offsets", "exactly-once")])
+def test_rebalances_keep_each_strategys_promise(lab: Lab, commit: str, expect: str) -> None:
+    # An extra (dynamic) worker joins and leaves every second while the input is written:
+    # partitions move between members mid-batch. Nothing may be lost either way; the
+    # sink's stored offsets keep even the repeats out.
+    code, doc, stderr = consume(lab, "--commit", commit, "--expect", expect, "--count", "2000",
+                                "--rate", "250", "--batch", "25", "--rebalance", "1s")
+    assert code == 0, stderr + json.dumps([doc.get("violations"), doc.get("events")])
+    assert doc["finished"] and doc["lost"] == 0 and doc["processed"] == 2000
+    if expect == "exactly-once":
+        assert doc["duplicated"] == 0
+    # The extra worker leaves only after it was given partitions and polled a batch: a
+    # leave is a partition moved twice.
+    details = [e["detail"] for e in doc["events"]]
+    assert details.count("worker 2 leaves the group") >= 1, details
+    assert details.count("worker 2 joins the group") >= 2, details
+
+
 def test_a_bad_fault_is_one_line_and_exit_2(lab: Lab) -> None:
     result = run_kaudit("probe", "consume", "-b", lab.bootstrap, "--fault", "kill-everything")
     assert result.code == 2 and "Traceback" not in result.stderr

@@ -34,12 +34,19 @@ class Fleet:
         self.killed_at: dict[tuple[int, int], int] = {}
         self.crashes = 0
         self.restarts = 0
+        self.dynamic: set[int] = set()
+        """Workers started without a group.instance.id (the --rebalance one)."""
 
-    def start(self, worker: int) -> None:
+    def start(self, worker: int, dynamic: bool = False) -> None:
+        """Start the worker's next incarnation; ``dynamic``: without a group.instance.id
+        whatever --static-membership says, so its joins and leaves rebalance the group."""
         incarnation = self.incarnation.get(worker, -1) + 1
         self.incarnation[worker] = incarnation
         config = dict(self.config, worker=worker, incarnation=incarnation,
                       parent_pid=os.getpid())
+        if dynamic or worker in self.dynamic:
+            self.dynamic.add(worker)
+            config["static_membership"] = False
         err = (self.run_dir / f"w{worker}-i{incarnation}.err").open("wb")
         proc = subprocess.Popen([sys.executable, "-m", "kaudit.probe.consume.worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,

@@ -253,14 +253,19 @@ def _drive(run: Run, fleet: Fleet, lab: Any, feed: Feed, sink: SinkTarget | None
                     next_crash = now + (s.crash_every or 0)
                     fleet.crash(rng.choice(targets), anywhere=s.crash_point == "anywhere")
             if next_rebalance is not None and now >= next_rebalance:
-                next_rebalance += s.rebalance_every or 0
                 if extra_running:
-                    fleet.stop_one(s.workers)
-                    run.event("rebalance", f"worker {s.workers} leaves the group")
+                    # It leaves only once it has had partitions and polled a batch, so
+                    # each join and leave really moves partitions (on any load).
+                    if fleet.busy(s.workers):
+                        fleet.stop_one(s.workers)
+                        run.event("rebalance", f"worker {s.workers} leaves the group")
+                        extra_running, next_rebalance = False, now + (s.rebalance_every or 0)
                 else:
-                    fleet.start(s.workers)
+                    # A dynamic member: a static one would leave no trace of its leave
+                    # (no LeaveGroup) and rejoin under the same id without a rebalance.
+                    fleet.start(s.workers, dynamic=True)
                     run.event("rebalance", f"worker {s.workers} joins the group")
-                extra_running = not extra_running
+                    extra_running, next_rebalance = True, now + (s.rebalance_every or 0)
             time.sleep(TICK_S)
     finally:
         killed = fleet.stop_all()

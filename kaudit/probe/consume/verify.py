@@ -87,6 +87,8 @@ class ConsumeVerification:
     duplicated_offsets: dict[int, list[int]]
     outside_input: int
     """Processings of offsets the input range does not hold (a bug in the consumer)."""
+    by_worker: dict[int, int]
+    """Processings per worker (every incarnation), in the input range."""
     crashes: list[CrashBlame]
     unattributed_lost: dict[int, list[int]]
     unattributed_duplicated: dict[int, list[int]]
@@ -143,6 +145,7 @@ def verify(inputs: dict[int, tuple[int, int]], processings: Sequence[Processing]
     by: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     index = {(x.worker, x.incarnation): i for i, x in enumerate(incarnations)}
     outside = reordered = 0
+    by_worker: Counter[int] = Counter()
     highest: dict[int, int] = {}
     for item in processings:
         start, end = inputs.get(item.partition, (0, 0))
@@ -155,6 +158,7 @@ def verify(inputs: dict[int, tuple[int, int]], processings: Sequence[Processing]
                 reordered += 1
             highest[item.partition] = max(highest.get(item.partition, -1), item.offset)
         counts[key] += 1
+        by_worker[item.worker] += 1
         by[key].append((index.get((item.worker, item.incarnation), -1), item.t_ns))
 
     lost: dict[int, list[int]] = defaultdict(list)
@@ -180,6 +184,7 @@ def verify(inputs: dict[int, tuple[int, int]], processings: Sequence[Processing]
         extra_processings=sum(n - 1 for n in counts.values() if n > 1),
         reordered=reordered, times=dict(sorted(times.items())),
         lost_offsets=dict(lost), duplicated_offsets=dict(duplicated), outside_input=outside,
+        by_worker=dict(sorted(by_worker.items())),
         crashes=crashes, unattributed_lost=unattributed_lost,
         unattributed_duplicated=unattributed_dup)
 

@@ -34,3 +34,9 @@ def test_the_table_has_the_counts_the_faults_and_the_verdict() -> None:
     counts = next(line for line in table.splitlines() if line.split()[:1] == ["100"])
     assert counts.split()[:5] == ["100", "100", "0", "4", "4"]
     assert table.rstrip().splitlines()[-1].startswith("verdict: PASS;")
+
+
+def test_each_workers_share_is_counted() -> None:
+    doc = json.loads(render(CONSUME, consume_report("after-process", duplicated=4), "json"))
+    # every processing is worker 0's in this report: 100 records, 4 of them twice
+    assert doc["processed_by_worker"] == {"0": 104}
