@@ -11,6 +11,7 @@ import typer
 
 from kaudit.cli import options
 from kaudit.cli.interrupt import graceful_interrupt
+from kaudit.cli.options import Expect
 from kaudit.errors import ExitCode, InputError
 from kaudit.report.base import render
 from kaudit.report.output import choose_format, emit
@@ -37,14 +38,6 @@ class CrashPoint(StrEnum):
 
     between = "between"
     anywhere = "anywhere"
-
-
-class Expect(StrEnum):
-    """Delivery semantics a run must demonstrate."""
-
-    at_most_once = "at-most-once"
-    at_least_once = "at-least-once"
-    exactly_once = "exactly-once"
 
 
 def parse_every(text: str, option: str) -> float:

@@ -6,6 +6,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +17,14 @@ from kaudit.lab.state import default_state_dir
 from kaudit.report.output import OutputFormat, PageFormat, output_problem
 
 CONNECTION = "Connection"
+
+
+class Expect(StrEnum):
+    """Delivery semantics a run must demonstrate."""
+
+    at_most_once = "at-most-once"
+    at_least_once = "at-least-once"
+    exactly_once = "exactly-once"
 
 BootstrapServer = Annotated[
     str | None,

@@ -13,6 +13,7 @@ import typer
 
 from kaudit.cli import options
 from kaudit.cli.interrupt import graceful_interrupt
+from kaudit.cli.options import Expect
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
 from kaudit.report.base import render
@@ -38,14 +39,6 @@ class Side(StrEnum):
 
     producer = "producer"
     consumer = "consumer"
-
-
-class Expect(StrEnum):
-    """Delivery semantics a run must demonstrate."""
-
-    at_most_once = "at-most-once"
-    at_least_once = "at-least-once"
-    exactly_once = "exactly-once"
 
 
 app = typer.Typer(rich_markup_mode=None)
