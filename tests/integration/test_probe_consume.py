@@ -10,6 +10,12 @@ neither. The four runs are the consumer half of ``kaudit probe prove``.
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,6 +103,41 @@ def test_rebalances_keep_each_strategys_promise(lab: Lab, commit: str, expect: s
     details = [e["detail"] for e in doc["events"]]
     assert details.count("worker 2 leaves the group") >= 1, details
     assert details.count("worker 2 joins the group") >= 2, details
+
+
+def test_ctrl_c_stops_the_workers_counts_what_they_were_given_and_cleans_up(
+        lab: Lab, tmp_path: Path) -> None:
+    sink = tmp_path / "sink.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kaudit", "probe", "consume", "-b", lab.bootstrap,
+         "--commit", "sink-offsets", "--sink", f"sqlite:{sink}", "--count", "100000",
+         "--rate", "500", "--format", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stored() -> int:
+        try:
+            with sqlite3.connect(sink, timeout=5) as db:
+                tables = [t for (t,) in db.execute(
+                    "select name from sqlite_master where name like '%_processed'")]
+                return sum(db.execute(f"select count(*) from {t}").fetchone()[0]
+                           for t in tables)
+        except sqlite3.Error:  # not created yet
+            return 0
+
+    deadline = time.monotonic() + 120
+    while stored() < 300 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 130, stderr
+    doc = json.loads(stdout)
+    assert doc["interrupted"] and not doc["finished"]
+    # What no worker had been given is left out, not counted lost.
+    assert 300 <= doc["records"] < 100000 and (doc["lost"], doc["duplicated"]) == (0, 0)
+    assert any(n.startswith("interrupted: ") for n in doc["notes"]), doc["notes"]
+    assert doc["topics_deleted"]
+    with sqlite3.connect(sink) as db:  # the run's tables are dropped
+        assert db.execute("select count(*) from sqlite_master").fetchone()[0] == 0
 
 
 def test_a_bad_fault_is_one_line_and_exit_2(lab: Lab) -> None:

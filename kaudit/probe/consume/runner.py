@@ -39,7 +39,7 @@ from kaudit.probe.consume.sink import (
     read_processings,
     stored_offsets,
 )
-from kaudit.probe.consume.verify import Incarnation, Processing, verify
+from kaudit.probe.consume.verify import Incarnation, Processing, reached, verify
 
 STALL_S = 60.0
 """A run whose committed offsets do not move for this long (plus any fault's duration)
@@ -122,6 +122,13 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
         if run.output is not None:
             _fence_transactions(run, sorted(fleet.incarnation))
         incarnations = _incarnations(run_dir, fleet)
+        if interrupted.is_set():
+            whole, inputs = inputs, reached(inputs, incarnations)
+            not_reached = sum(e - s for s, e in whole.values()) - sum(
+                e - s for s, e in inputs.values())
+            if not_reached:
+                run.notes.append(f"interrupted: {not_reached} input record(s) no worker had "
+                                 "polled yet are left out of the count")
         processings = _processings(run, sink, incarnations, partitions)
         verification = verify(inputs, processings, incarnations)
     finally:

@@ -136,6 +136,19 @@ def _polled(entries: Sequence[Entry]) -> dict[int, set[int]]:
     return out
 
 
+def reached(inputs: dict[int, tuple[int, int]], incarnations: Sequence[Incarnation]
+            ) -> dict[int, tuple[int, int]]:
+    """The input cut at what any worker had polled of each partition: when a run is
+    interrupted, the records no worker was ever given are not lost, only not reached."""
+    polled_end: dict[int, int] = {}
+    for x in incarnations:
+        for e in x.entries:
+            if e.kind == "B" and e.partition is not None and e.offsets:
+                polled_end[e.partition] = max(polled_end.get(e.partition, 0), max(e.offsets) + 1)
+    return {p: (start, max(start, min(end, polled_end.get(p, start))))
+            for p, (start, end) in inputs.items()}
+
+
 def verify(inputs: dict[int, tuple[int, int]], processings: Sequence[Processing],
            incarnations: Sequence[Incarnation]) -> ConsumeVerification:
     """``inputs``: each input partition's ``[start, end)``; ``processings`` in the order the

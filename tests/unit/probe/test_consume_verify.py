@@ -177,3 +177,16 @@ def test_exactly_once_expected_fails_on_a_repeat_and_an_unfinished_run_fails() -
     assert any(v.startswith("duplicated: 3 input record(s)") for v in strict.violations())
     unfinished = consume_report("sink-offsets", finished=False)
     assert unfinished.verdict == "fail" and unfinished.violations()[0].startswith("unfinished")
+
+
+def test_an_interrupted_run_counts_only_what_a_worker_was_given() -> None:
+    from kaudit.probe.consume.verify import reached
+
+    a = _inc(0, 0, B(1, 0, 0, 1, 2), P(2, 0, 0, 1, 2), C(3, 0, 3), B(4, 0, 3, 4))
+    b = _inc(1, 0, B(1, 1, 10, 11))
+    # partition 0 polled up to 4, partition 1 to 11, partition 2 never
+    assert reached({0: (0, 100), 1: (10, 50), 2: (5, 9)}, [a, b]) == {
+        0: (0, 5), 1: (10, 12), 2: (5, 5)}
+    # polled and never processed is still lost: 3-4 here
+    v = verify(reached({0: (0, 100)}, [a]), [Processing(0, o, 0, 0) for o in (0, 1, 2)], [a])
+    assert (v.records, v.lost, v.lost_offsets) == (5, 2, {0: [3, 4]})
