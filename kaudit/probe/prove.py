@@ -69,9 +69,9 @@ class ConsumerExperiment:
     fault: str = "worker crashes"
 
     def settings(self, lab_state_dir: Path | None) -> ConsumeSettings:
-        # The input is written over 6 s while the group reads it, so the crashes (one a
+        # The input is written over 4 s while the group reads it, so the crashes (one a
         # second from the first batch on) always have batches to land on.
-        return ConsumeSettings(strategy=self.strategy, workers=2, count=3000, rate=500.0,
+        return ConsumeSettings(strategy=self.strategy, workers=2, count=2000, rate=500.0,
                                partitions=3, batch=25, process_ms=20.0, crash_every=1.0,
                                max_crashes=3, lab_state_dir=lab_state_dir)
 
