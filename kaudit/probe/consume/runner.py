@@ -83,18 +83,17 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
     partitions = list(range(settings.partitions))
     run_dir = Path(tempfile.mkdtemp(prefix="kaudit-consume-"))
     sink = None
-    if settings.strategy == "sink-offsets":
-        sink = parse_sink(settings.sink or f"sqlite:{run_dir / 'sink.sqlite'}", run.run_id)
-        # An unreachable sink is exit 3 before anything is created.
-        try:
-            SinkDatabase(sink).close()
-        except BaseException:
-            shutil.rmtree(run_dir, ignore_errors=True)
-            raise
-    for name in filter(None, (run.topic, run.output)):
-        create_probe_topic(run.session, TopicSpec(name, settings.partitions,
-                                                  settings.replication_factor,
-                                                  settings.min_insync_replicas, None))
+    try:
+        if settings.strategy == "sink-offsets":
+            sink = parse_sink(settings.sink or f"sqlite:{run_dir / 'sink.sqlite'}", run.run_id)
+            SinkDatabase(sink).close()  # an unreachable sink is exit 3 before anything else
+        for name in filter(None, (run.topic, run.output)):
+            create_probe_topic(run.session, TopicSpec(name, settings.partitions,
+                                                      settings.replication_factor,
+                                                      settings.min_insync_replicas, None))
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     deleted, sink_created = False, False
     # The group can be deleted only once its static members have timed out: that wait
     # runs beside the verification.
