@@ -132,6 +132,7 @@ class ProbeReport:
         return self.verification.acked == 0
 
     def inconclusive_reason(self) -> str:
+        """Why :meth:`inconclusive`, in a few words (for the proof's table)."""
         return "nothing acknowledged"
 
     def violations(self) -> list[str]:

@@ -121,6 +121,7 @@ class ConsumeReport:
         return bool(self.settings.crash_every) and not self.verification.crashes
 
     def inconclusive_reason(self) -> str:
+        """Why :meth:`inconclusive`, in a few words (for the proof's table)."""
         return "no crash landed on a batch"
 
     def violations(self) -> list[str]:

@@ -49,10 +49,12 @@ class SinkTarget:
 
     @property
     def results_table(self) -> str:
+        """One row per record stored (a record stored twice is two rows)."""
         return f"{self.prefix}_processed"
 
     @property
     def offsets_table(self) -> str:
+        """Each partition's next offset to read: the fence."""
         return f"{self.prefix}_offsets"
 
     def shown(self) -> str:
@@ -99,6 +101,7 @@ class SinkDatabase:
         return list(cursor.fetchall()) if cursor.description is not None else []
 
     def insert_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """Run one INSERT (``?`` placeholders) for every row."""
         if self._pg:
             with self._db.cursor() as cursor:
                 cursor.executemany(sql.replace("?", "%s"), rows)
@@ -115,6 +118,7 @@ class SinkDatabase:
         return " FOR UPDATE" if self._pg else ""
 
     def close(self) -> None:
+        """Close the connection (an open transaction is rolled back)."""
         self._db.close()
 
 
