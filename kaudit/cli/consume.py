@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from kaudit.cli import options
 from kaudit.cli.interrupt import graceful_interrupt
-from kaudit.cli.options import Expect
 from kaudit.errors import ExitCode, InputError
 from kaudit.report.base import render
 from kaudit.report.output import choose_format, emit
@@ -130,14 +128,9 @@ def consume(
     fault_duration: Annotated[float, typer.Option(
         min=0.0, metavar="SECONDS", rich_help_panel=FAULTS,
         help="How long before the broker is restarted.")] = 10.0,
-    lab_state_dir: Annotated[Path | None, typer.Option(
-        metavar="DIR", rich_help_panel=FAULTS,
-        help="State directory of the lab whose brokers faults signal [default: the default "
-             "lab].")] = None,
+    lab_state_dir: options.FaultLabStateDir = None,
     seed: Annotated[int, typer.Option(help="Seed of the choice of the worker to crash.")] = 0,
-    expect: Annotated[Expect | None, typer.Option(
-        help="Semantics the run must show; exit 1 when it does not [default: fail on loss "
-             "only].")] = None,
+    expect: options.ExpectOption = None,
     keep: Annotated[bool, typer.Option(
         "--keep", help="Keep the topics, the group, the journals and the sink.")] = False,
     format: options.Format = None,

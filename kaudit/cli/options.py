@@ -26,6 +26,16 @@ class Expect(StrEnum):
     at_least_once = "at-least-once"
     exactly_once = "exactly-once"
 
+
+ExpectOption = Annotated[Expect | None, typer.Option(
+    help="Semantics the run must show; exit 1 when it does not [default: fail on loss only].")]
+"""``--expect`` of probe and probe consume."""
+FaultLabStateDir = Annotated[Path | None, typer.Option(
+    metavar="DIR", rich_help_panel="Faults",
+    help="State directory of the lab whose brokers the faults signal [default: the default "
+         "lab].")]
+"""``--lab-state-dir`` of probe and probe consume (lab faults)."""
+
 BootstrapServer = Annotated[
     str | None,
     typer.Option(

@@ -13,7 +13,6 @@ import typer
 
 from kaudit.cli import options
 from kaudit.cli.interrupt import graceful_interrupt
-from kaudit.cli.options import Expect
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
 from kaudit.report.base import render
@@ -115,13 +114,8 @@ def probe(
     fault_duration: Annotated[float, typer.Option(
         min=0.0, metavar="SECONDS", rich_help_panel=FAULTS,
         help="How long before the fault is healed.")] = 10.0,
-    lab_state_dir: Annotated[Path | None, typer.Option(
-        metavar="DIR", rich_help_panel=FAULTS,
-        help="State directory of the lab whose brokers lab faults signal "
-             "[default: the default lab].")] = None,
-    expect: Annotated[Expect | None, typer.Option(
-        help="Semantics the run must show; exit 1 when it does not "
-             "[default: fail on loss only].")] = None,
+    lab_state_dir: options.FaultLabStateDir = None,
+    expect: options.ExpectOption = None,
     max_unavailable: Annotated[float | None, typer.Option(
         min=0.0, metavar="SECONDS",
         help="Exit 1 when writes were refused or unanswered for longer than this.")] = None,
