@@ -1,5 +1,5 @@
 """Allow ``python -m kaudit``."""
 
-from kaudit.cli.app import main
+from kaudit.cli.app import run
 
-main()
+run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -116,3 +117,27 @@ def main(argv: list[str] | None = None) -> None:
                      "(a bug in kaudit; run with -v for the traceback)"), file=sys.stderr)
         code = ExitCode.INTERNAL
     sys.exit(int(code))
+
+
+def run() -> None:
+    """The process entry point (console script and ``python -m kaudit``): :func:`main`,
+    then an exit that skips interpreter teardown.
+
+    librdkafka clients that a failed request left in reference cycles (the client keeps
+    its futures in C, out of the garbage collector's sight) would otherwise be destroyed
+    during teardown, and their callbacks then run in a half-finalised interpreter: a CI
+    run saw ``kaudit cluster`` print its exit-3 line and die of SIGSEGV. Everything kaudit
+    writes is written and closed before :func:`main` returns; only the standard streams
+    and logging are flushed here.
+    """
+    try:
+        main()
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        # A reader that went away, or a closed stream: nothing more can be said.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
