@@ -63,7 +63,7 @@ class ErrorCollector:
     def first_fatal(self) -> Any | None:
         """The first error librdkafka flagged fatal (the client can do nothing more)."""
         with self._lock:
-            return next((e for e in self.errors if e.fatal()), None)
+            return next((e for e in self.errors if is_fatal(e)), None)
 
     def fatal(self) -> bool:
         """An error no retry will cure was seen: bad credentials or an untrusted certificate."""
@@ -91,6 +91,15 @@ class ErrorCollector:
                 return f"TLS handshake failed: {err.str()}"
         transport = [e for e in errors if e.code() == KafkaError._TRANSPORT]
         return str((transport or errors)[-1].str())
+
+
+def is_fatal(err: Any) -> bool:
+    """Whether a KafkaError ends its client. A consumer hands its fatal errors (e.g. a
+    static member fenced) to consume() as code ``_FATAL`` with ``fatal()`` False, so the
+    code is checked too."""
+    from confluent_kafka import KafkaError
+
+    return bool(err.fatal()) or err.code() == KafkaError._FATAL
 
 
 def client_config(

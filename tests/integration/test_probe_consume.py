@@ -68,6 +68,26 @@ def test_prove_shows_the_consumer_table_with_every_loss_and_repeat_attributed(
         assert runs[strategy]["processed"] == 2000
 
 
+def test_transactional_is_exactly_once_under_crashes_and_a_killed_coordinator(
+        lab: Lab, restore_brokers: None) -> None:
+    # sink-offsets under a killed coordinator: the PostgreSQL test below. A worker fenced
+    # (exit 3) or stuck in send_offsets_to_transaction (exit 4) while the coordinator
+    # moves is restarted like a crashed one; neither may cost a record or repeat one.
+    code, doc, stderr = consume(lab, "--commit", "transactional", "--expect", "exactly-once",
+                                "--count", "2000", "--rate", "400", "--batch", "25",
+                                "--crash-worker", "2s", "--max-crashes", "3",
+                                "--fault", "kill-coordinator", "--fault-at", "30%",
+                                "--fault-duration", "3", "--lab-state-dir", lab.state_dir)
+    assert code == 0, stderr + json.dumps([doc.get("violations"), doc.get("events")])
+    assert doc["schema"] == "kaudit.consume/v1" and doc["verdict"] == "pass"
+    assert doc["finished"] and (doc["lost"], doc["duplicated"]) == (0, 0)
+    assert doc["processed"] == doc["records"] == 2000 and doc["times"] == {"1": 2000}
+    assert doc["crashes"] and all(c["lost"] == c["duplicated"] == 0 for c in doc["crashes"])
+    kinds = [e["kind"] for e in doc["events"]]
+    assert "fault" in kinds and "heal" in kinds
+    assert doc["topics_deleted"]
+
+
 def test_rebalances_keep_the_sinks_exactly_once(lab: Lab) -> None:
     # An extra (dynamic) worker joins and leaves every second while the input is written:
     # partitions move between members mid-batch; the sink's stored offsets keep even the

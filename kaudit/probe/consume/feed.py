@@ -3,7 +3,8 @@ input topic, idempotent and acks=all, either all before the workers start (``--r
 at ``--rate`` records a second while they read, as a live topic is written.
 
 The input is then whatever each partition holds from its first offset (read before the
-first write) to its end (read after the last write was acknowledged): the verifier's
+first write) to one past the highest offset the broker acknowledged (from the delivery
+reports, so no request is needed while a broker fault may be in force): the verifier's
 ``[start, end)`` per partition.
 """
 
@@ -60,10 +61,13 @@ class Feed:
         """Write every record (paced when ``--rate`` is set), wait for every
         acknowledgement, read the ends."""
         errors: list[str] = []
+        ends = dict(self.starts)
 
-        def delivered(err: Any, _msg: Any) -> None:
+        def delivered(err: Any, msg: Any) -> None:
             if err is not None:
                 errors.append(err.str())
+            else:
+                ends[msg.partition()] = max(ends[msg.partition()], msg.offset() + 1)
 
         producer = new_producer(self.conn, None, **{
             "acks": "all", "enable.idempotence": True, "linger.ms": 5 if self.rate else 20,
@@ -92,7 +96,6 @@ class Feed:
             self.error = (f"could not fill the input topic {self.topic}: "
                           f"{len(errors) + left} record(s) not written "
                           f"({errors[0] if errors else 'timed out'})")
-        ends = AdminSession(self.conn).list_offsets(self.topic, self.partitions, "latest")
         self.say(f"{sum(ends[p] - self.starts[p] for p in self.partitions)} records in "
                  f"{len(self.partitions)} partitions of {self.topic}")
         self._ends = ends

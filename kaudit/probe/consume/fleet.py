@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.probe.consume.journal import journal_name, read_journal
+from kaudit.probe.consume.worker import EXIT_FATAL, EXIT_STUCK
 
 STOP_WAIT_S = 30.0
 """How long a worker may take to finish its batch and leave after SIGTERM."""
+EXIT_REASONS = {EXIT_FATAL: "a fatal client error", EXIT_STUCK: "a client call hung"}
 
 
 class Fleet:
@@ -112,7 +114,8 @@ class Fleet:
             return crashed[-1].t_ns, crashed[-1].text
         if key in self.killed_at:
             return self.killed_at[key], "anywhere"
-        return time.time_ns(), f"exit {code}"
+        why = EXIT_REASONS.get(code)
+        return time.time_ns(), f"exit {code}" + (f" ({why})" if why else "")
 
     def stop_all(self) -> list[int]:
         """SIGTERM every worker, wait, SIGKILL what is left; the workers that had to be
@@ -127,6 +130,8 @@ class Fleet:
             except subprocess.TimeoutExpired:
                 key = (worker, self.incarnation[worker])
                 self.ended[key] = (time.time_ns(), "killed at stop")
+                proc.send_signal(signal.SIGUSR2)  # its stack, into its .err file
+                time.sleep(0.2)
                 proc.kill()
                 proc.wait()
                 killed.append(worker)

@@ -45,6 +45,8 @@ STALL_S = 60.0
 """A run whose committed offsets do not move for this long (plus any fault's duration)
 is stopped as unfinished."""
 TICK_S = 0.1
+PROGRESS_EVERY_S = 0.5
+"""How often the group's (or the sink's) committed offsets are asked for."""
 
 
 class Run:
@@ -180,7 +182,9 @@ def _worker_config(run: Run, run_dir: Path, sink: SinkTarget | None) -> dict[str
 
 
 class _Progress:
-    """Where the group (or the sink) has committed each input partition to."""
+    """Where the group (or the sink) has committed each input partition to, asked in the
+    background: the query can wait out a moving coordinator for the whole timeout, and the
+    runner must go on restarting crashed workers meanwhile."""
 
     def __init__(self, run: Run, sink: SinkTarget | None, partitions: list[int]) -> None:
         self.run, self.sink, self.partitions = run, sink, partitions
@@ -189,8 +193,35 @@ class _Progress:
             # Never subscribes: it only asks the coordinator for the group's offsets.
             self.consumer = new_consumer(run.conn, None, **{"group.id": run.group,
                                                       "enable.auto.commit": False})
+        self._latest: dict[int, int] | None = None
+        self._failed: BaseException | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
 
     def committed(self) -> dict[int, int] | None:
+        """The latest answer (None until the first); what failed the query is raised
+        here, in the runner's thread."""
+        with self._lock:
+            if self._failed is not None:
+                raise self._failed
+            return self._latest
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            try:
+                seen = self._ask()
+            except Exception as exc:  # e.g. the sink's database went away
+                with self._lock:
+                    self._failed = exc
+                return
+            if seen is not None:
+                with self._lock:
+                    self._latest = seen
+            self._stop.wait(PROGRESS_EVERY_S)
+
+    def _ask(self) -> dict[int, int] | None:
         if self.sink is not None:
             return stored_offsets(self.sink)
         try:
@@ -202,6 +233,8 @@ class _Progress:
         return {tp.partition: tp.offset for tp in found if tp.error is None}
 
     def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
         if self.consumer is not None:
             self.consumer.close()
 
@@ -230,7 +263,7 @@ def _drive(run: Run, fleet: Fleet, lab: Any, feed: Feed, sink: SinkTarget | None
             fleet.reap(restart=True)
             now = time.monotonic()
             if next_check <= now:
-                next_check = now + 0.5
+                next_check = now + PROGRESS_EVERY_S
                 seen = progress.committed()
                 if seen is not None and seen != last_seen:
                     last_seen, last_change = seen, now

@@ -11,10 +11,12 @@ kill -9 at that moment does (nothing is flushed, closed or committed on the way 
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +37,37 @@ CRASH_POINTS = {
 #: The worker exits with this when its client hit an error no retry fixes (e.g. fenced):
 #: the runner restarts it, as an orchestrator would.
 EXIT_FATAL = 3
+#: ... and with this when a client call outlived its own timeout by :data:`GRACE_S`.
+EXIT_STUCK = 4
+GRACE_S = 5.0
+"""How long past its timeout a blocking client call may run before the worker gives up."""
+
+
+class Watchdog:
+    """Ends the process when a blocking client call runs :data:`GRACE_S` past its own
+    timeout, as a liveness probe would. librdkafka's send_offsets_to_transaction can block
+    for good while the group coordinator is down (librdkafka issues 5456 and 5511, open in
+    2.16), and a member stuck in it stalls the whole group's rebalance. The runner starts
+    a new incarnation, whose init_transactions aborts the transaction left open."""
+
+    def __init__(self, who: str) -> None:
+        self.who = who
+
+    def call(self, name: str, timeout: float, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args, timeout)``, watched."""
+        timer = threading.Timer(timeout + GRACE_S, self._expire, args=(name, timeout))
+        timer.daemon = True
+        timer.start()
+        try:
+            return fn(*args, timeout)
+        finally:
+            timer.cancel()
+
+    def _expire(self, name: str, timeout: float) -> None:
+        print(f"{self.who}: {name} did not return within {GRACE_S:g} s of its {timeout:g} s "
+              "timeout; exiting to be restarted", file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        os._exit(EXIT_STUCK)
 
 
 class Worker:
@@ -56,6 +89,7 @@ class Worker:
         self.errors: Any = None
         self.producer: Any = None
         self.consumer: Any = None
+        self.watchdog = Watchdog(f"worker {self.worker}.{self.incarnation}")
 
     # --- signals --------------------------------------------------------------------------
 
@@ -63,6 +97,9 @@ class Worker:
         signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "crash_pending", True))
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C
+        # A worker that does not stop when told writes where it is stuck to its .err file
+        # (the runner sends SIGUSR2 before it kills it; --keep keeps the file).
+        faulthandler.register(signal.SIGUSR2, file=sys.stderr, all_threads=True)
 
     def crash_point(self) -> None:
         if self.crash_pending and not self.stopping:
@@ -94,7 +131,8 @@ class Worker:
                 "enable.idempotence": True, "acks": "all",
                 "transaction.timeout.ms": cfg["transaction_timeout_ms"]})
             # Fences the previous incarnation and aborts the transaction it left open.
-            self.producer.init_transactions(self.conn.timeout * 3)
+            self.watchdog.call("init_transactions", self.conn.timeout * 3,
+                               self.producer.init_transactions)
         if self.strategy == "sink-offsets":
             from kaudit.probe.consume.sink import SinkTarget, SinkWriter
 
@@ -120,11 +158,11 @@ class Worker:
 
     def run(self) -> int:
         self.journal.started()
-        self.open()
         step = {"before-process": self._before_process, "after-process": self._after_process,
                 "auto": self._auto, "transactional": self._transactional,
                 "sink-offsets": self._sink_offsets}[self.strategy]
         try:
+            self.open()
             while not self.stopping and os.getppid() == self.cfg["parent_pid"]:
                 messages = self.consumer.consume(num_messages=self.cfg["batch"], timeout=0.2)
                 self._give_up_when_fatal()
@@ -133,7 +171,7 @@ class Worker:
                     error = m.error()
                     if error is None:
                         batch.setdefault(m.partition(), []).append(m.offset())
-                    elif error.fatal():
+                    elif client.is_fatal(error):
                         # e.g. a static member fenced after the coordinator moved: this
                         # client is finished; the runner starts a new incarnation.
                         raise client.KafkaException(error)
@@ -206,10 +244,12 @@ class Worker:
             time.sleep(self.cfg["process_ms"] / 1000)
             positions = [client.TopicPartition(self.topic, p, offsets[-1] + 1)
                          for p, offsets in sorted(batch.items())]
-            producer.send_offsets_to_transaction(
-                positions, self.consumer.consumer_group_metadata(), self.conn.timeout * 3)
+            self.watchdog.call("send_offsets_to_transaction", self.conn.timeout,
+                               producer.send_offsets_to_transaction, positions,
+                               self.consumer.consumer_group_metadata())
             self.crash_point()
-            producer.commit_transaction(self.conn.timeout * 3)
+            self.watchdog.call("commit_transaction", self.conn.timeout * 3,
+                               producer.commit_transaction)
         except client.KafkaException as exc:
             error = exc.args[0]
             if not error.txn_requires_abort():
@@ -218,7 +258,8 @@ class Worker:
             # group's committed offsets.
             print(f"worker {self.worker}.{self.incarnation}: transaction aborted: "
                   f"{error.str()}", file=sys.stderr)
-            producer.abort_transaction(self.conn.timeout * 3)
+            self.watchdog.call("abort_transaction", self.conn.timeout * 3,
+                               producer.abort_transaction)
             self._rewind_to_committed()
             return
         for p, offsets in sorted(batch.items()):
