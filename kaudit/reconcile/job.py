@@ -9,7 +9,6 @@ its own (small, persisted) discrepancy set.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
 from kaudit.reconcile.infer import field_paths
 from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
-from kaudit.reconcile.source import OffsetRange, pin_offsets, read_topic
+from kaudit.reconcile.source import OffsetRange, pin_offsets, read_topic, sample_values
 from kaudit.reconcile.spark import error_line
 
 #: How much of an undecodable value the samples show.
@@ -201,31 +200,19 @@ def _schema_types(ddl: str) -> dict[str, Any]:
     return out
 
 
-def check_fields_exist(spark: Any, conn: ConnectionSettings, request: ReconcileRequest,
+def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
                        ranges: list[OffsetRange]) -> None:
     """A key or compared field that no sampled value has is a usage error (a typo, a field
-    that needs --map), found before the long run. The sample is the first and the last
+    that needs --map), found before Spark starts. The sample is the first and the last
     records of each partition, so a field added to a topic later is still seen."""
     if request.value_format != "json" or request.schema:
         return
     wanted = [k for k in request.key_fields() if k != KAFKA_KEY] + list(request.compare)
     if not wanted:
         return
-    from pyspark.sql import functions as F
-
-    heads = [replace(r, end=min(r.end, r.start + SAMPLE_PER_END)) for r in ranges]
-    tails = [replace(r, start=max(r.start, r.end - SAMPLE_PER_END)) for r in ranges]
-    sample = None
-    for part in (heads, tails):
-        part = [r for r in part if r.end > r.start]
-        if part:
-            frame = read_topic(spark, conn, request.topic, part, request.read_committed)
-            frame = frame.where(F.col("value").isNotNull()).select(
-                F.col("value").cast("string").alias("j"))
-            sample = frame if sample is None else sample.unionAll(frame)
-    if sample is None:
-        return  # an empty range: nothing to judge
-    texts = [row.j for row in sample.collect()]
+    texts = sample_values(conn, request.topic, ranges, SAMPLE_PER_END, request.read_committed)
+    if not texts:
+        return  # an empty range, or a sample not read in time: nothing to judge
     known = field_paths(texts)
     for name in wanted:
         if name not in known:
@@ -318,6 +305,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
     ranges = pin_offsets(conn, request.topic, request.start, request.end,
                          request.read_committed)
+    check_fields_exist(conn, request, ranges)
     # A session this process already runs on the same master is used and left running.
     spark = running_session(request.master)
     owned = spark is None
@@ -346,7 +334,6 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(ranges)))
     sink = shape_sink(read_sink(spark, sink_spec), request)
     types = read_types(request, sink)
-    check_fields_exist(spark, conn, request, ranges)
     raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
     topic = decode_topic(raw, request, types)
     if request.value_format == "bytes":

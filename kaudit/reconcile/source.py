@@ -12,6 +12,7 @@ the same as missing.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -133,3 +134,56 @@ def read_topic(spark: Any, conn: ConnectionSettings, topic: str, ranges: list[Of
     return reader.load().select(F.col("partition").cast("int").alias("partition"),
                                 F.col("offset"), F.col("timestamp"), F.col("key"),
                                 F.col("value"))
+
+
+def sample_values(conn: ConnectionSettings, topic: str, ranges: list[OffsetRange],
+                  per_end: int, read_committed: bool) -> list[bytes] | None:
+    """The values of the first and the last ``per_end`` records of each partition's range,
+    read on the driver by an assigned consumer that never joins or commits to its group
+    (no Spark job: this runs before the session starts). None when a segment could not be
+    read to its end within the timeout: a partial sample cannot prove a field absent."""
+    from kaudit.cluster import client
+    from kaudit.cluster.client import ErrorCollector, new_consumer
+
+    heads, tails = {}, {}
+    for r in ranges:
+        if r.end > r.start:
+            heads[r.partition] = (r.start, min(r.end, r.start + per_end))
+            tail_start = max(heads[r.partition][1], r.end - per_end)
+            if tail_start < r.end:
+                tails[r.partition] = (tail_start, r.end)
+    consumer = new_consumer(conn, ErrorCollector(), **{
+        "group.id": "kaudit-reconcile-sample", "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
+    values: list[bytes] = []
+    try:
+        for segments in (heads, tails):
+            if not segments:
+                continue
+            assigned = [client.TopicPartition(topic, p, start)
+                        for p, (start, _) in segments.items()]
+            consumer.assign(assigned)
+            consumer.resume(assigned)  # a partition paused at its head stays paused
+            left = dict(segments)
+            deadline = time.monotonic() + conn.timeout
+            while left and time.monotonic() < deadline:
+                for msg in consumer.consume(500, 0.2):
+                    p, error = msg.partition(), msg.error()
+                    if p not in left:
+                        continue
+                    if error is not None:
+                        if error.code() == client.KafkaError._PARTITION_EOF:
+                            del left[p]  # the range ends at a marker or an aborted batch
+                        continue
+                    end = left[p][1]
+                    if msg.offset() < end and msg.value() is not None:
+                        values.append(msg.value())
+                    if msg.offset() >= end - 1:
+                        del left[p]
+                        consumer.pause([client.TopicPartition(topic, p)])
+            if left:
+                return None
+    finally:
+        consumer.close()
+    return values

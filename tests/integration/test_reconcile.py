@@ -195,6 +195,12 @@ def test_bad_input_is_exit_2_before_spark_starts(lab: Lab, topic: dict[str, Any]
         (["--sink", f"parquet:{tmp_path / 'nope'}"], "does not exist"),
         (["--sink", f"json:{tmp_path}", "--from", "{not json"], "not valid JSON"),
         (["--sink", f"json:{tmp_path}", "--from", '{"9": 1}'], "no partition 9"),
+        # A misspelt field: of the 300 values (the aborted ones and the tombstones are not
+        # read) none has it.
+        (["--sink", f"json:{tmp_path}", "--key", "id", "--compare", "status,amout"],
+         "values have no field 'amout' in the 300 records sampled"),
+        (["--sink", f"json:{tmp_path}", "--key", "customer.idx"],
+         "fields: amount, customer, customer.id, id, status"),
     ]
     for extra, message in cases:
         result = run_kaudit("reconcile", "-b", lab.bootstrap, "--topic", topic["name"], *extra)

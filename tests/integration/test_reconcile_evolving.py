@@ -87,7 +87,7 @@ def topics(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
                             "customer_id": None}) + "\n")
     (root / "upsert").mkdir()
     (root / "upsert" / "rows.json").write_text("".join(rows))
-    yield {"append": append, "upsert": upsert, "root": root}
+    yield {"append": append, "upsert": upsert, "root": root, "lab": lab}
     admin(lab).delete_topics([append, upsert])
 
 
@@ -128,3 +128,16 @@ def test_upsert_mode_compares_each_keys_latest_decimal_value(
     shown = [int(m["key"]) for m in doc["samples"]["mismatched"]]
     assert len(shown) == 5 and set(shown) <= set(range(7))  # 5 samples of the 7 stale keys
     assert {m["column"] for m in doc["samples"]["mismatched"]} == {"amount"}
+
+
+def test_a_field_no_sampled_value_has_is_exit_2_and_the_sample_reaches_each_end(
+        topics: dict[str, Any]) -> None:
+    # The heads of both partitions (the first 300 records each) have only id and amount;
+    # note and customer.id are seen only if the tails were read too.
+    code, _, stderr = reconcile(topics["lab"], "--topic", topics["append"], "--sink",
+                                f"json:{topics['root'] / 'append'}", "--key", "id",
+                                "--compare", "amount,notte")
+    assert code == 2, stderr
+    assert ("values have no field 'notte' in the 1200 records sampled from each "
+            "partition's start and end (fields: amount, customer, customer.id, id, note)"
+            ) in stderr
