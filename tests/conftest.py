@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -174,6 +175,19 @@ def wait_for(cond: Callable[[], bool], timeout: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.3)
+
+
+def interrupt_when(proc: subprocess.Popen[str], reached: Callable[[], bool],
+                   timeout: float = 120, wait: float = 180) -> str:
+    """Ctrl-C (SIGINT) to ``proc`` once ``reached()`` holds (or it ended, or ``timeout``
+    passed); its stdout. A run that does not then exit 130 fails the test."""
+    deadline = time.monotonic() + timeout
+    while not reached() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=wait)
+    assert proc.returncode == 130, stderr
+    return stdout
 
 
 def heal_lab(lab: Lab) -> tuple[list[str], list[str]]:

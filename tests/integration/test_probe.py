@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Lab, run_kaudit
+from tests.conftest import Lab, interrupt_when, run_kaudit
 from tests.integration.test_lab import (
     admin,
     create_topic,
@@ -283,9 +283,7 @@ def test_unreachable_cluster_is_exit_3() -> None:
 
 def test_ctrl_c_still_verifies_reports_cleans_up_and_exits_130(lab: Lab) -> None:
     import os
-    import signal
     import subprocess
-    import time
 
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
@@ -311,13 +309,7 @@ def test_ctrl_c_still_verifies_reports_cleans_up_and_exits_130(lab: Lab) -> None
         except Exception:  # the topic is being created
             return 0
 
-    deadline = time.monotonic() + 120
-    while written() < 1000 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
-    doc = json.loads(stdout)
+    doc = json.loads(interrupt_when(proc, lambda: written() >= 1000, wait=120))
     assert doc["interrupted"] and doc["sent"] > 0 and doc["lost"] == 0
     assert doc["sent"] == doc["acked"] + doc["failed"] + doc["indeterminate"]
     assert doc["topic_deleted"]

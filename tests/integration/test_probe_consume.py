@@ -10,17 +10,15 @@ neither. The four runs are the consumer half of ``kaudit probe prove``.
 from __future__ import annotations
 
 import json
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import Lab, run_kaudit
+from tests.conftest import Lab, interrupt_when, run_kaudit
 from tests.pg import Postgres
 
 pytestmark = pytest.mark.kafka
@@ -124,13 +122,7 @@ def test_ctrl_c_stops_the_workers_counts_what_they_were_given_and_cleans_up(
         except sqlite3.Error:  # not created yet
             return 0
 
-    deadline = time.monotonic() + 120
-    while stored() < 300 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=180)
-    assert proc.returncode == 130, stderr
-    doc = json.loads(stdout)
+    doc = json.loads(interrupt_when(proc, lambda: stored() >= 300))
     assert doc["interrupted"] and not doc["finished"]
     # What no worker had been given is left out, not counted lost.
     assert 300 <= doc["records"] < 100000 and (doc["lost"], doc["duplicated"]) == (0, 0)
