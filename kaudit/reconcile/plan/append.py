@@ -11,7 +11,6 @@ from pyspark.sql import functions as F
 from kaudit.reconcile.plan.columns import (
     _GROUP,
     _by_offset,
-    _detail_groups,
     _group_key_display,
     _is_t,
     _key_unread,
@@ -22,14 +21,12 @@ from kaudit.reconcile.plan.columns import (
     _record_time,
     _row,
     _sink_aggs,
-    _suspect,
     _t,
     _undecodable,
     _undecodable_fields,
     _undecodable_row,
     _unmatched_sink_class,
     _with_group_key,
-    _with_marker,
 )
 from kaudit.reconcile.plan.model import CompareOptions
 
@@ -46,15 +43,14 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         *_payload_fields(_t(), compared),
     )
     live = _is_t() & ~F.col("_tomb")  # tombstones are not records to append
-    joined = _with_group_key(suspects).groupBy(*_detail_groups(_GROUP)).agg(
+    joined = _with_group_key(suspects).groupBy(*_GROUP).agg(
         F.count_if(live).alias("t_n"),
-        F.collect_list(F.when(live & _suspect(), rec)).alias("t_recs"),
+        F.collect_list(F.when(live, rec)).alias("t_recs"),
         *_sink_aggs(compared),
     )
 
     staged = (
         joined.select(
-            F.col("_clean"), F.col("_live_n"), F.col("_s_rows"),
             F.col("_gk").alias("key_hash"),
             _group_key_display().alias("key"),
             F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
@@ -107,4 +103,4 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         *_mismatch_rows(F.col("check"), compared_rec, F.col("s_row"), topic, sink, options,
                         ident),
     )
-    return staged.select(_with_marker(F.concat(missing, undecodable, singles)).alias("_rows"))
+    return staged.select(F.concat(missing, undecodable, singles).alias("_rows"))

@@ -1,9 +1,9 @@
 """The column expressions every mode builds its discrepancy rows from.
 
 The shuffled row's topic and sink structs, the detail's group keys and sink aggregates,
-the marker row, one discrepancy row (:func:`_row`), the classes that depend on the
-options, the undecodable record's fields, and the null-safe comparison of one compared
-field (:func:`_values_equal`).
+one discrepancy row (:func:`_row`), the classes that depend on the options, the
+undecodable record's fields, and the null-safe comparison of one compared field
+(:func:`_values_equal`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
-from kaudit.reconcile.plan.model import _MARKER, DISCREPANCY_SCHEMA, CompareOptions
+from kaudit.reconcile.plan.model import DISCREPANCY_SCHEMA, CompareOptions
 
 _TRUNC_UNIT = {"ms": "millisecond", "s": "second"}
 _TOMBSTONED = "tombstoned"
@@ -54,29 +54,6 @@ def _is_s() -> Column:
     return ~F.col("_is_t")
 
 
-def _suspect() -> Column:
-    return ~F.col("_clean")
-
-
-def _detail_groups(names: Sequence[str]) -> list[Column]:
-    """Group keys that keep suspect groups apart and put all clean rows in one group."""
-    return [F.col("_clean"), *[F.when(_suspect(), F.col(n)).alias(n) for n in names]]
-
-
-def _with_marker(rows: Column) -> Column:
-    """The group's discrepancy rows (none for the clean group) plus its marker row, which
-    carries the group's live topic records and sink rows for the totals."""
-    none = F.lit(None)
-    marker = _row(_MARKER, none, none, None, None, F.col("_live_n"), F.col("_s_rows"))
-    return F.when(F.col("_clean"), F.array(marker)).otherwise(
-        F.concat(rows, F.array(marker)))
-
-
-def _totals_aggs() -> list[Column]:
-    return [F.count_if(_is_t() & ~F.col("_tomb")).alias("_live_n"),
-            F.count_if(_is_s()).alias("_s_rows")]
-
-
 def _with_group_key(frame: DataFrame) -> DataFrame:
     """Add the non-null group keys: the key (null as '') and whether it was null."""
     return frame.withColumn("_k", F.coalesce(F.col("_key"), F.lit(""))).withColumn(
@@ -100,13 +77,11 @@ def _sink_aggs(compared: Sequence[str], with_key: bool = False) -> list[Column]:
     if with_key:
         fields += [F.col("_key").alias("key"), F.col("_kh").alias("key_hash")]
     row = F.struct(F.col("_ph").alias("ph"), *fields)
-    mine = _is_s() & _suspect()  # the clean group keeps no values
-    ph = F.when(mine, F.col("_ph"))
+    ph = F.when(_is_s(), F.col("_ph"))
     return [
         F.count_if(_is_s()).alias("s_n"),
         F.collect_set(ph).alias("s_hashes"),
-        F.min_by(F.when(mine, row), ph).alias("s_row"),
-        *_totals_aggs(),
+        F.min_by(F.when(_is_s(), row), ph).alias("s_row"),
     ]
 
 

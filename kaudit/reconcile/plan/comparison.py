@@ -5,30 +5,31 @@ The input frames and what every class means, mode by mode: :mod:`kaudit.reconcil
 Scale
 =====
 
-One pass over each side and one shuffle of the data. Both frames go into one frame (each
-row carrying the group key, a side byte, the payload hash, the key, and its side's compared
-values and coordinates as a struct; nothing else), which is shuffled ONCE on a 64-bit group
-key (``key_hash``; ``partition``/``offset`` in coordinates mode) and sorted within
-partitions. What can be derived from those columns is derived after the shuffle.
-Window aggregates over fixed-width columns per group (counts, payload hashes, a second,
-independent key hash that tells colliding keys apart) mark the groups that cannot hold a
-discrepancy as clean: one record and one row with the same payload hash and key (append),
-the sink row equal to the latest record or absent after a tombstone (upsert), the same
-payload and key at the coordinates (coordinates mode). Then one aggregation on the
-partitioning the shuffle already made: suspect groups by key_hash and key (so colliding
-keys are never paired) with the per-mode detail below, and all clean rows of a Spark
-partition as ONE group that only counts them; only the suspects and one count row per
-partition cross the second exchange. Every group emits one marker row with its record and
-row counts, so the totals (:meth:`Comparison.topic_records`, :meth:`Comparison.sink_rows`)
-come from the same pass. No join, no Python UDF, no collect of the data.
+One pass over each side, one shuffle of the data, and no sort of it. Both frames go into
+one frame (each row carrying the group key, a side byte, the payload hash, the key, and
+its side's compared values and coordinates as a struct; nothing else), which is shuffled
+ONCE on a 64-bit group key (``key_hash``; ``partition``/``offset`` in coordinates mode).
+Spark computes that shuffle once and every later step reads its output:
 
-:func:`compare` is lazy and marks the discrepancy set (plus the marker rows) to be
-persisted (memory and disk) the first time it is computed, so that the counts, the
-samples and writing it out do not read the sources again; :meth:`Comparison.unpersist`
-releases it. :meth:`Comparison.counts`, :meth:`Comparison.counts_by_partition` and the
-totals come from one aggregation over it (partition x class, computed once and kept);
-:meth:`Comparison.samples` is one more small job (a top-k per class). Nothing but counts
-and samples reaches the driver.
+1. the summary: a hash aggregation over fixed-width columns per group (counts, payload
+   hashes, a second, independent key hash that tells colliding keys apart) marks the
+   groups that cannot hold a discrepancy as clean: one record and one row with the same
+   payload hash and key (append), the sink row equal to the latest record or absent after
+   a tombstone (upsert), the same payload and key at the coordinates (coordinates mode).
+   It is collapsed to the suspect groups plus one row that counts the clean ones (the
+   totals, :meth:`Comparison.topic_records` and :meth:`Comparison.sink_rows`);
+2. the detail: the rows of the suspect groups only (a hash join of the shuffled rows with
+   the suspects, partition by partition) are aggregated per group (by key_hash and key,
+   so colliding keys are never paired) with the per-mode detail below.
+
+No sort-merge join, no window, no Python UDF, no collect of the data.
+
+The discrepancy set is persisted (memory and disk) the first time it is computed, so that
+the counts, the samples and writing it out do not compute it again;
+:meth:`Comparison.unpersist` releases it. :meth:`Comparison.counts` and
+:meth:`Comparison.counts_by_partition` come from one aggregation over it (partition x
+class, computed once and kept); :meth:`Comparison.samples` is one more small job (a top-k
+per class). Nothing but counts and samples reaches the driver.
 
 Memory per key: only suspect groups keep values. Append mode keeps, per suspect key, the
 list of the key's topic records (offset, partition, timestamp, payload hash and compared
@@ -54,7 +55,6 @@ from kaudit.reconcile.plan.append import _append_rows
 from kaudit.reconcile.plan.columns import _t
 from kaudit.reconcile.plan.coordinates import _coordinates_rows
 from kaudit.reconcile.plan.model import (
-    _MARKER,
     DISCREPANCY_COLUMNS,
     RESERVED_COLUMNS,
     CompareOptions,
@@ -66,42 +66,38 @@ from kaudit.reconcile.plan.upsert import _upsert_rows
 class Comparison:
     """The discrepancy set (lazy, persisted on first use) and its summaries.
 
-    :meth:`counts`, :meth:`counts_by_partition`, :meth:`samples`, :meth:`topic_records` and
-    :meth:`sink_rows` run Spark jobs; the first of them computes the whole plan (one pass
-    over each side), the others read the persisted discrepancy set.
+    Every method runs Spark jobs. The first one runs the first pass (both sides read, the
+    one shuffle, the summary); the others read its output: the shuffle's and the
+    summary's are kept by Spark, the discrepancy set is persisted.
     """
 
     discrepancies: DataFrame
-    _persisted: DataFrame = field(repr=False, compare=False)
-    """The discrepancies plus the marker rows that carry the totals (see :func:`compare`)."""
+    _summary: DataFrame = field(repr=False, compare=False)
+    """The first pass: suspect groups and the clean groups' totals (see :func:`compare`)."""
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def topic_records(self) -> int:
         """Topic records compared (tombstones not included)."""
-        self._partition_counts()
-        result: int = self._memo["topic_records"]
-        return result
+        return self._totals()[0]
 
     def sink_rows(self) -> int:
         """Sink rows compared."""
-        self._partition_counts()
-        result: int = self._memo["sink_rows"]
+        return self._totals()[1]
+
+    def _totals(self) -> tuple[int, int]:
+        if "totals" not in self._memo:
+            row = self._summary.agg(F.sum("_live_n"), F.sum("_s_rows")).collect()[0]
+            self._memo["totals"] = (int(row[0] or 0), int(row[1] or 0))
+        result: tuple[int, int] = self._memo["totals"]
         return result
 
     def _partition_counts(self) -> list[tuple[int | None, str, int]]:
-        """(partition, class, rows) for every non-empty group: the one aggregation, which
-        also sums the marker rows into the totals."""
+        """(partition, class, rows) for every non-empty group: the one aggregation."""
         if "partition_counts" not in self._memo:
-            rows = self._persisted.groupBy("partition", "class").agg(
-                F.count(F.lit(1)).alias("n"), F.sum("topic_count").alias("t"),
-                F.sum("sink_count").alias("s")).collect()
-            markers = [row for row in rows if row["class"] == _MARKER]
-            self._memo["topic_records"] = sum(int(row["t"] or 0) for row in markers)
-            self._memo["sink_rows"] = sum(int(row["s"] or 0) for row in markers)
+            rows = self.discrepancies.groupBy("partition", "class").agg(
+                F.count(F.lit(1)).alias("n")).collect()
             self._memo["partition_counts"] = [
-                (row["partition"], row["class"], int(row["n"])) for row in rows
-                if row["class"] != _MARKER
-            ]
+                (row["partition"], row["class"], int(row["n"])) for row in rows]
         result: list[tuple[int | None, str, int]] = self._memo["partition_counts"]
         return result
 
@@ -137,72 +133,74 @@ class Comparison:
         order = [
             F.col(c).asc_nulls_last() for c in ("partition", "offset", "key", "column")
         ]
-        parts = [
-            self.discrepancies.where(F.col("class") == cls).orderBy(*order).limit(per_class)
-            for cls, n in self.counts().items()
-            if n
-        ]
-        if parts:
-            union = parts[0]
-            for part in parts[1:]:
-                union = union.unionAll(part)
-            for row in union.collect():  # one job: a top-k per class over the persisted set
-                result[row["class"]].append(row.asDict())
+        # One query that names the set once: a union of per-class queries would name it
+        # several times, and Spark then fails to find all but one of them persisted.
+        rank = F.row_number().over(Window.partitionBy("class").orderBy(*order))
+        picked = (self.discrepancies.withColumn("_rank", rank)
+                  .where(F.col("_rank") <= per_class).orderBy("class", "_rank"))
+        for row in picked.collect():  # one job over the persisted (small) set
+            result[row["class"]].append({c: row[c] for c in DISCREPANCY_COLUMNS})
         return result
 
     def unpersist(self) -> None:
         """Drop the persisted discrepancy set (after the report is written)."""
-        self._persisted.unpersist()
+        self.discrepancies.unpersist()
 
 
 def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Comparison:
     """Build the comparison plan of ``topic`` against ``sink``.
 
-    Lazy: nothing runs until the :class:`Comparison` is asked for counts or samples (or the
-    discrepancies are written). Raises :class:`ValueError` on a frame without a required
-    column, a compared column with a reserved name, or an unknown mode.
+    Lazy: nothing runs until the :class:`Comparison` is asked for counts, totals or
+    samples (or the discrepancies are written). Raises :class:`ValueError` on a frame without a
+    required column, a compared column with a reserved name, or an unknown mode.
     """
     _validate(topic, sink, options)
     for name in (UNDECODABLE, RAW_VALUE):
         if name not in topic.columns:
             topic = topic.withColumn(name, F.lit(None).cast("string"))
-    classified = _classified(topic, sink, options)
+    rows_once, group = _shuffled(topic, sink, options)
+    # The summary is small (suspects and one row of totals): a partition per core. Each
+    # of the many tasks before it writes a file per partition of its output.
+    summary = _read_once(_summary(rows_once, group, options),
+                         max(1, topic.sparkSession.sparkContext.defaultParallelism))
+    suspects = summary.where(~F.col("_clean")).select(*group)
+    # Both sides of this join are partitioned by the group key already (the rows by the
+    # one shuffle, the suspects by a small exchange): a hash join per partition, no sort.
+    detail = _derived(
+        rows_once.join(suspects.hint("shuffle_hash"), on=group, how="left_semi"), options)
     if options.mode == "append":
-        rows = _append_rows(classified, topic, sink, options)
+        rows = _append_rows(detail, topic, sink, options)
     elif options.mode == "upsert":
-        rows = _upsert_rows(classified, topic, sink, options)
+        rows = _upsert_rows(detail, topic, sink, options)
     else:
-        rows = _coordinates_rows(classified, topic, sink, options)
+        rows = _coordinates_rows(detail, topic, sink, options)
     # inline_outer + filter, not inline: with inline, Spark infers a size(_rows) > 0 filter
     # and pushes it below the projection, computing every row's discrepancies twice.
     persisted = (
         rows.select(F.inline_outer(F.col("_rows")))
         .where(F.col("class").isNotNull())
         .select(*DISCREPANCY_COLUMNS)
-        # The set is small (suspects and one marker per group of clean rows), but the big
-        # shuffle left it in many partitions; the counts and samples that read it would
-        # pay a task per partition, every time. One partition per core is plenty.
+        # The set is small (the suspects' rows), but the big shuffle left it in many
+        # partitions; the counts and samples that read it would pay a task per
+        # partition, every time. One partition per core is plenty.
         .coalesce(max(1, topic.sparkSession.sparkContext.defaultParallelism))
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    return Comparison(persisted.where(F.col("class") != _MARKER), persisted)
+    return Comparison(persisted, summary)
 
 
-# --- phase 1: the narrow summary that picks the suspects ------------------------------
+# --- the first pass: the one shuffle and the summary that picks the suspects ------------
 #
 # Both sides go into one frame (the topic's columns as struct _t, the sink's as _s, the
 # other one null), shuffled ONCE on the group key (key_hash, or partition/offset in
-# coordinates mode) and sorted within partitions; window aggregates over fixed-width
-# columns (counts, payload hashes, a second key hash) decide per group whether it can hold
-# a discrepancy at all (``_clean``). Then the detailed per-mode aggregation (the mode
-# modules) groups the suspect groups' rows as before, and ALL clean rows of a Spark
-# partition into ONE group that only counts them: its partial aggregation holds a handful
-# of keys (no spill, no sort), and only the suspects' partial rows and one count row per
-# partition cross the second, small exchange. Every group also emits one marker row with
-# its topic-record and sink-row counts, so the totals come out of the same single pass.
-# Window, not groupBy + join back: the join would read both sides again, and so would
-# splitting the frame into a topic and a sink branch (each branch prunes other columns, so
-# Spark cannot reuse one shuffle for both).
+# coordinates mode). Every later query reads that one shuffle's output (see _read_once):
+# first a hash aggregation over fixed-width columns (counts, payload hashes, a second key
+# hash), one row per group, which decides whether the group can hold a discrepancy at all;
+# it is collapsed to the suspect groups plus one row of totals for the clean ones (a
+# second, small shuffle whose output is read alike). Then the rows of the suspect groups
+# only, by a hash join with them, go to the detailed per-mode aggregation. Neither step
+# sorts the rows: a sort (a window, a sort-merge join) cost more than all the rest after
+# the read (16 of 61 s at 10 M records).
 
 #: Offsets and partitions packed into one ordering long (upsert's latest record): offset
 #: in the high bits, partition in the low 20. Records outside it are always suspects.
@@ -218,9 +216,44 @@ def _second_key_hash(key: Column) -> Column:
     return F.xxhash64(F.lit("kaudit.reconcile.k2"), key, key.isNull())
 
 
-def _classified(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> DataFrame:
-    """Both sides' rows (see above), each with ``_clean``: its group cannot hold a
-    discrepancy."""
+def _read_once(frame: DataFrame, partitions: int | None = None) -> DataFrame:
+    """``frame`` as a leaf over the RDD of its physical plan, with the plan's partitioning.
+
+    Every query over the result reads the same RDD, so the shuffle ``frame`` ends in is
+    computed once and its output read by each query (Spark skips a shuffle's map stage
+    when its output exists). A DataFrame derived from ``frame`` itself would be planned
+    anew by every query, and read both sides again. Adaptive execution is off while the
+    plan is made, so that the RDD is lazy and has exactly the partitioning the plan says
+    (what Dataset.localCheckpoint does, without keeping the rows). ``partitions``: the
+    partition count of the shuffles Spark adds while planning ``frame``.
+    """
+    spark = frame.sparkSession
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+
+    def module(package: Any, name: str) -> Any:
+        return getattr(getattr(package, name + "$"), "MODULE$")
+
+    saved = {key: spark.conf.get(key) or default for key, default in (
+        ("spark.sql.adaptive.enabled", "true"), ("spark.sql.shuffle.partitions", "200"))}
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    if partitions is not None:
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        rdd = frame._jdf.queryExecution().toRdd()
+        plan = module(jvm.org.apache.spark.sql.execution, "LogicalRDD").fromDataset(
+            rdd, frame._jdf, False)
+    finally:
+        for key, value in saved.items():
+            spark.conf.set(key, value)
+    jdf = module(jvm.org.apache.spark.sql.classic, "Dataset").ofRows(
+        frame._jdf.sparkSession(), plan)
+    return DataFrame(jdf, spark)
+
+
+def _shuffled(topic: DataFrame, sink: DataFrame,
+              options: CompareOptions) -> tuple[DataFrame, list[str]]:
+    """Both sides' rows (see above) after the one shuffle, and the group key's columns."""
     coordinates = options.mode == "coordinates"
     tomb = F.coalesce(F.col("tombstone"), F.lit(False))
     offset, partition = F.col("offset").cast("long"), F.col("partition").cast("int")
@@ -232,7 +265,7 @@ def _classified(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> D
     else:
         t_group = s_group = [F.col("key_hash").alias("_gk")]
         group = ["_gk"]
-    # Only what the window and the detail need crosses the shuffle: the group key, one
+    # Only what the summary and the detail need crosses the shuffle: the group key, one
     # side/tombstone byte, the payload hash and the key at the top level; in the side
     # structs only the compared values (and the topic record's coordinates, and its time
     # when --grace needs it). What can be derived from those (flags, the second key hash,
@@ -267,49 +300,80 @@ def _classified(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> D
         F.lit(None).cast(t_type).alias("_t"),
         s_struct.alias("_s"),
     )
-    # The explicit repartition puts the exchange below the derived columns (the window
-    # would otherwise have it inserted above them); the window needs no other.
-    both = (t_narrow.unionByName(s_narrow).repartition(*[F.col(g) for g in group])
-            .withColumn("_is_t", F.col("_side") != F.lit(_SIDE_SINK))
+    both = t_narrow.unionByName(s_narrow).repartition(*[F.col(g) for g in group])
+    return _read_once(both), group
+
+
+def _derived(rows: DataFrame, options: CompareOptions) -> DataFrame:
+    """The shuffled rows with the columns derived from them after the shuffle."""
+    rows = (rows.withColumn("_is_t", F.col("_side") != F.lit(_SIDE_SINK))
             .withColumn("_tomb", F.col("_side") == F.lit(_SIDE_TOMBSTONE))
             .withColumn("_k2", _second_key_hash(F.col("_key"))))
     if options.mode == "upsert":
         t_off, t_part = _t()["offset"], _t()["partition"]
         ord_ok = (t_off >= 0) & (t_off < _ORD_MAX_OFFSET) & (t_part >= 0) & (
             t_part < (1 << _ORD_PARTITION_BITS))
-        both = both.withColumn("_ord", F.when(
+        rows = rows.withColumn("_ord", F.when(
             F.col("_is_t") & ord_ok, F.shiftleft(t_off, _ORD_PARTITION_BITS) + t_part))
-    is_t, is_s = F.col("_is_t"), ~F.col("_is_t")
-    live = is_t & ~F.col("_tomb")
+    return rows
 
-    w = Window.partitionBy(*group)
 
-    def count(cond: Column) -> Column:
-        return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).over(w)
+def _summary(rows: DataFrame, group: list[str], options: CompareOptions) -> DataFrame:
+    """One row per suspect group (its group key, ``_clean`` false) and one row for all
+    clean groups (group key null, ``_clean`` true); each
+    with the live topic records (``_live_n``) and sink rows (``_s_rows``) it stands for.
+
+    A group is clean when it cannot hold a discrepancy: one record and one row with the
+    same payload hash and key (append), the sink row equal to the latest record or absent
+    after a tombstone (upsert), the same payload and key at the coordinates (coordinates
+    mode). Only fixed-width aggregates: Spark keeps them in a hash map, no sort.
+    """
+    rows = _derived(rows, options)
+    is_t = F.col("_is_t")
+    is_s, live = ~is_t, is_t & ~F.col("_tomb")
 
     def top(cond: Column, name: str) -> Column:
-        return F.max(F.when(cond, F.col(name))).over(w)
+        return F.max(F.when(cond, F.col(name)))
 
     ph, kh = "_ph", "_kh"
-    one_key = F.min("_k2").over(w) == F.max("_k2").over(w)
-    s_n = count(is_s)
+    s_n = F.count_if(is_s)
+    aggs = [F.count_if(live).alias("_live_n"), s_n.alias("_s_rows"),
+            (F.min("_k2") == F.max("_k2")).alias("_one_key")]
+    one_key = F.col("_one_key")
     if options.mode == "append":
-        t_n = count(live)
-        clean = ((t_n == 1) & (s_n == 1) & (top(live, ph) == top(is_s, ph)) & one_key) | (
-            (t_n == 0) & (s_n == 0))
+        clean = ((F.col("_live_n") == 1) & (F.col("_s_rows") == 1) & F.col("_same")
+                 & one_key) | ((F.col("_live_n") == 0) & (F.col("_s_rows") == 0))
+        aggs.append((top(live, ph) == top(is_s, ph)).alias("_same"))
     elif options.mode == "upsert":
         order = F.when(is_t, F.col("_ord"))
-        latest_ph = F.max_by(F.when(is_t, F.col(ph)), order).over(w)
-        latest_tomb = F.max_by(F.when(is_t, F.col("_tomb")), order).over(w)
-        clean = one_key & (count(is_t) > 0) & (count(is_t & F.col("_ord").isNull()) == 0) & (
-            (~latest_tomb & (s_n == 1) & (top(is_s, ph) == latest_ph))
-            | (latest_tomb & (s_n == 0)))
+        aggs += [
+            F.count_if(is_t).alias("_t_n"),
+            F.count_if(is_t & F.col("_ord").isNull()).alias("_unordered"),
+            (top(is_s, ph) == F.max_by(F.when(is_t, F.col(ph)), order)).alias("_same"),
+            F.max_by(F.when(is_t, F.col("_tomb")), order).alias("_latest_tomb"),
+        ]
+        latest_tomb = F.col("_latest_tomb")
+        clean = one_key & (F.col("_t_n") > 0) & (F.col("_unordered") == 0) & (
+            (~latest_tomb & (F.col("_s_rows") == 1) & F.col("_same"))
+            | (latest_tomb & (F.col("_s_rows") == 0)))
     else:
-        t_n, tombs = count(is_t), count(is_t & F.col("_tomb"))
-        clean = ((t_n == 1) & (tombs == 0) & (s_n == 1) & (top(is_t, ph) == top(is_s, ph))
-                 & (top(is_t, kh) == top(is_s, kh)) & one_key) | (
-            (t_n == 1) & (tombs == 1) & (s_n == 0))
-    return both.withColumn("_clean", F.coalesce(clean, F.lit(False)))
+        aggs += [
+            F.count_if(is_t).alias("_t_n"),
+            F.count_if(is_t & F.col("_tomb")).alias("_tombs"),
+            ((top(is_t, ph) == top(is_s, ph)) & (top(is_t, kh) == top(is_s, kh)))
+            .alias("_same"),
+        ]
+        t_n, tombs = F.col("_t_n"), F.col("_tombs")
+        clean = ((t_n == 1) & (tombs == 0) & (F.col("_s_rows") == 1) & F.col("_same")
+                 & one_key) | ((t_n == 1) & (tombs == 1) & (F.col("_s_rows") == 0))
+    per_group = rows.groupBy(*group).agg(*aggs).withColumn(
+        "_clean", F.coalesce(clean, F.lit(False)))
+    suspect = ~F.col("_clean")
+    # All clean groups fall into one group (key null): the partial aggregation makes that
+    # one row per task, so only the suspects and a row per task cross this exchange.
+    return per_group.groupBy(
+        F.col("_clean"), *[F.when(suspect, F.col(g)).alias(g) for g in group],
+    ).agg(F.sum("_live_n").alias("_live_n"), F.sum("_s_rows").alias("_s_rows"))
 
 
 # --- validation -------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from pyspark.sql import functions as F
 
 from kaudit.reconcile.plan.columns import (
     _TOMBSTONED,
-    _detail_groups,
     _is_t,
     _key_unread,
     _mismatch_rows,
@@ -20,13 +19,11 @@ from kaudit.reconcile.plan.columns import (
     _record_time,
     _row,
     _sink_aggs,
-    _suspect,
     _t,
     _undecodable,
     _undecodable_fields,
     _undecodable_row,
     _unmatched_sink_class,
-    _with_marker,
 )
 from kaudit.reconcile.plan.model import CompareOptions
 
@@ -44,8 +41,8 @@ def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         *_payload_fields(_t(), compared),
     )
     # A topic has one record per coordinates: the group's topic record, if any.
-    joined = suspects.groupBy(*_detail_groups(["_gp", "_go"])).agg(
-        F.first(F.when(_is_t() & _suspect(), record), ignorenulls=True).alias("t"),
+    joined = suspects.groupBy("_gp", "_go").agg(
+        F.first(F.when(_is_t(), record), ignorenulls=True).alias("t"),
         *_sink_aggs(compared, with_key=True),
     )
 
@@ -70,7 +67,6 @@ def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
     t, s_row = F.col("t"), F.col("s_row")
     has_topic = t.isNotNull()
     staged = joined.select(
-        F.col("_clean"), F.col("_live_n"), F.col("_s_rows"),
         F.col("partition"),
         F.col("offset"),
         t,
@@ -113,4 +109,4 @@ def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
                ident("key", t["key"], s_row["key"])),
         *_mismatch_rows(F.col("check"), t, s_row, topic, sink, options, ident),
     )
-    return staged.select(_with_marker(rows).alias("_rows"))
+    return staged.select(rows.alias("_rows"))

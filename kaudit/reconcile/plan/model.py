@@ -163,9 +163,6 @@ RESERVED_COLUMNS: frozenset[str] = frozenset(
      "_undecodable", "_raw_value"}
 )
 
-_MARKER = "__kaudit_marker__"
-
-
 @dataclass(frozen=True)
 class CompareOptions:
     """How to compare; see the module docstring for the meaning of each class.
@@ -191,17 +188,19 @@ def key_hash_column(key_col: Column) -> Column:
     return F.xxhash64(key_col)
 
 
-def payload_hash_column(cols: Sequence[str]) -> Column:
+def payload_hash_column(cols: Sequence[str], typed: bool = False) -> Column:
     """A null-safe 64-bit hash of the compared fields (a constant when there are none).
 
     Each field contributes its null flag and its string form, so ``(null, 1)`` and
     ``(1, null)`` hash differently, and an int and a long (or a string) with the same
-    digits hash alike.
+    digits hash alike. With ``typed``, each field contributes its value as it is typed
+    instead: no value is turned into text (a double's text is costly), but both sides must
+    then have the same column types (the run aligns them before it hashes).
     """
     parts: list[Column] = []
     for name in cols:
         col = F.col(name)
-        parts.extend([col.isNull(), col.cast("string")])
+        parts.extend([col.isNull(), col if typed else col.cast("string")])
     if not parts:
         return F.lit(0).cast("long")
     return F.xxhash64(*parts)

@@ -11,7 +11,6 @@ from pyspark.sql import functions as F
 from kaudit.reconcile.plan.columns import (
     _GROUP,
     _TOMBSTONED,
-    _detail_groups,
     _group_key_display,
     _is_t,
     _key_unread,
@@ -22,14 +21,12 @@ from kaudit.reconcile.plan.columns import (
     _record_time,
     _row,
     _sink_aggs,
-    _suspect,
     _t,
     _undecodable,
     _undecodable_fields,
     _undecodable_row,
     _unmatched_sink_class,
     _with_group_key,
-    _with_marker,
 )
 from kaudit.reconcile.plan.model import CompareOptions
 
@@ -47,8 +44,8 @@ def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         *_payload_fields(_t(), compared),
     )
     order = F.struct(_t()["offset"].cast("long"), _t()["partition"].cast("int"))
-    mine = _is_t() & _suspect()
-    joined = _with_group_key(suspects).groupBy(*_detail_groups(_GROUP)).agg(
+    mine = _is_t()
+    joined = _with_group_key(suspects).groupBy(*_GROUP).agg(
         F.count_if(_is_t()).alias("t_n"),
         F.max_by(F.when(mine, rec), F.when(mine, order)).alias("latest"),
         *_sink_aggs(compared),
@@ -56,7 +53,6 @@ def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
 
     latest = F.col("latest")
     staged = joined.select(
-        F.col("_clean"), F.col("_live_n"), F.col("_s_rows"),
         F.col("_gk").alias("key_hash"),
         _group_key_display().alias("key"),
         F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
@@ -97,4 +93,4 @@ def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
                     latest["offset"], t_n, s_n)),
         *_mismatch_rows(F.col("check"), latest, F.col("s_row"), topic, sink, options, ident),
     )
-    return staged.select(_with_marker(rows).alias("_rows"))
+    return staged.select(rows.alias("_rows"))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kaudit.reconcile.plan import (
@@ -88,20 +90,33 @@ def test_bad_input_is_a_value_error(spark: SparkSession) -> None:
         compare(topic, sink, CompareOptions(mode="merge", compare=()))  # type: ignore[arg-type]
 
 
+def _scanned_rdds(frame: DataFrame) -> list[Any]:
+    """The RDDs under the frame's plan's leaves (LogicalRDD scans), as JVM objects."""
+    leaves = frame._jdf.queryExecution().analyzed().collectLeaves()
+    return [leaves.apply(i).rdd() for i in range(leaves.size())]
+
+
 @pytest.mark.parametrize("mode", ["append", "upsert", "coordinates"])
-def test_one_pass_over_each_side_and_one_bulk_shuffle(spark: SparkSession, mode: str) -> None:
-    topic = topic_frame(spark, [rec(0, 0, "a", 1)], "v long", ("v",))
-    sink = sink_frame(spark, [(0, 0, "a", 1)], "v long", ("v",), coordinates=True)
+def test_one_pass_over_each_side_one_bulk_shuffle_no_sort(spark: SparkSession,
+                                                          mode: str) -> None:
+    topic = topic_frame(spark, [rec(0, 0, "a", 1), rec(0, 1, "b", 2)], "v long", ("v",))
+    sink = sink_frame(spark, [(0, 0, "a", 1), (0, 1, "b", 3)], "v long", ("v",),
+                      coordinates=True)
     result = run(topic, sink, mode, ("v",))
     plan = result.discrepancies._jdf.queryExecution().executedPlan().toString()
-    assert plan.count("Scan ExistingRDD") == 2, plan  # each side read once
-    assert plan.count("Join") == 0, plan
-    # Both sides in ONE shuffle on the group key; the second exchange only carries the
-    # suspects' partial aggregates and one count row per partition.
-    exchanges = [line.strip() for line in plan.splitlines() if "Exchange" in line]
-    assert len(exchanges) == 2, plan
-    bulk = "_gp" if mode == "coordinates" else "_gk"
-    assert exchanges[-1].startswith(f"+- Exchange hashpartitioning({bulk}"), plan
-    assert plan.count("Window [") == 1, plan
-    # the totals come from the same pass, not from counting the frames again
-    assert (result.topic_records(), result.sink_rows()) == (1, 1)
+    # Nothing sorts the rows: no window, no sort-merge join, no sort.
+    for node in ("Window", "SortMergeJoin", "Sort [", "SortAggregate"):
+        assert node not in plan, plan
+    assert "ShuffledHashJoin" in plan, plan
+    # The detail reads two scans: the shuffled rows and the summary of the first pass.
+    rows_rdd, summary_rdd = _scanned_rdds(result.discrepancies)
+    assert [r.id() for r in _scanned_rdds(result._summary)] == [summary_rdd.id()]
+    # The summary is computed from the same RDD of shuffled rows (not a second plan of the
+    # sides), and that RDD ends in the one shuffle of both sides, which read each side
+    # once (one scan of each of the two local frames).
+    assert f"[{rows_rdd.id()}]" in summary_rdd.toDebugString()
+    lineage = rows_rdd.toDebugString()
+    assert lineage.count("ShuffledRowRDD") == 1, lineage
+    assert lineage.count("ParallelCollectionRDD") == 2, lineage
+    assert result.counts() == counts(mismatched=1)
+    assert (result.topic_records(), result.sink_rows()) == (2, 2)
