@@ -322,10 +322,10 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     import time
 
     from kaudit.reconcile.spark import (
+        begin_session,
         connector_jars,
         quiet_pyspark_errors,
         running_session,
-        start_session,
     )
 
     started = time.monotonic()
@@ -333,7 +333,6 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
     ranges = pin_offsets(conn, request.topic, request.start, request.end,
                          request.read_committed)
-    check_fields_exist(conn, request, ranges)
     # A session this process already runs on the same master is used and left running.
     spark = running_session(request.master)
     owned = spark is None
@@ -341,7 +340,16 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
         jars = request.jars
         if jars is None:
             jars = connector_jars(iceberg=sink_spec.kind == "iceberg")
-        spark = start_session(request.master, jars)
+        # The driver JVM starts while the field check reads the topic's ends.
+        starting = begin_session(request.master, jars)
+        try:
+            check_fields_exist(conn, request, ranges)
+        except BaseException:
+            starting.abandon()
+            raise
+        spark = starting.wait()
+    else:
+        check_fields_exist(conn, request, ranges)
     try:
         sink_spec = pin_sink(spark, sink_spec)
         return _compare_and_report(conn, request, spark, sink_spec, ranges, started)
@@ -359,7 +367,11 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
 
     from kaudit.reconcile.plan import CompareOptions, compare
 
-    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(ranges)))
+    # The one big shuffle gets its partitions from the topic's size (CompareOptions); every
+    # other shuffle of the run moves a few rows: a partition per core, not a task per
+    # partition that reads nothing.
+    spark.conf.set("spark.sql.shuffle.partitions",
+                   str(max(1, spark.sparkContext.defaultParallelism)))
     sink = shape_sink(read_sink(spark, sink_spec), request)
     types = read_types(request, sink)
     raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
@@ -387,7 +399,8 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                              timestamp_precision=request.timestamp_precision,
                              grace_cutoff=grace,
                              source_truncated=any(r.unverifiable for r in ranges),
-                             partition_starts={r.partition: r.start for r in ranges})
+                             partition_starts={r.partition: r.start for r in ranges},
+                             shuffle_partitions=shuffle_partitions(ranges))
     try:
         comparison = compare(topic, sink, options)
     except ValueError as exc:  # e.g. a compared field with a reserved name
@@ -408,7 +421,8 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     return result
 
 
-#: Rows per shuffle partition that keep the one sort well inside a task's memory.
+#: Rows per partition of the one shuffle that keep a task's hash aggregation and hash
+#: join well inside its memory.
 ROWS_PER_SHUFFLE_PARTITION = 250_000
 
 

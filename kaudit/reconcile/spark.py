@@ -8,6 +8,7 @@ errors and routed to a log file, off the user's terminal.
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,44 @@ def running_session(master: str) -> Any | None:
 
 def start_session(master: str, jars: list[str] | None) -> Any:
     """A SparkSession for one reconcile run; Spark's logs go to the cache's spark-logs."""
+    return begin_session(master, jars).wait()
+
+
+class StartingSession:
+    """A driver JVM being started in the background (see :func:`begin_session`)."""
+
+    def __init__(self, master: str, conf: Any, launching: Future[Any], log: Path) -> None:
+        self._master, self._conf, self._launching, self._log = master, conf, launching, log
+
+    def wait(self) -> Any:
+        """The SparkSession, once the JVM is up; the context is made on the calling
+        thread, so that Spark's Ctrl-C handler is the main thread's."""
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        try:
+            context = SparkContext(conf=self._conf, gateway=self._launching.result())
+        except Exception as exc:  # Py4J / Java gateway errors carry long traces
+            raise RuntimeUnavailable(f"cannot start Spark ({self._master}): "
+                                     f"{error_line(exc)} (log: {self._log})") from None
+        context.setLogLevel("ERROR")
+        return SparkSession(context)
+
+    def abandon(self) -> None:
+        """Stop the JVM without using it (the run failed before it needed Spark)."""
+        try:
+            gateway = self._launching.result()
+        except Exception:  # it did not start: nothing to stop
+            return
+        gateway.shutdown()
+        gateway.proc.terminate()
+        gateway.proc.wait()
+
+
+def begin_session(master: str, jars: list[str] | None) -> StartingSession:
+    """Start the driver JVM in the background and return at once: it takes seconds, which
+    the caller spends reading Kafka. Raises :class:`RuntimeUnavailable` (at once, or from
+    :meth:`StartingSession.wait`)."""
     find_java()
     jar_list = jars if jars is not None else connector_jars()
     log_root = cache_dir() / "spark-logs"
@@ -127,9 +166,8 @@ def start_session(master: str, jars: list[str] | None) -> Any:
     config = log_root / "log4j2.properties"
     config.write_text(_LOG4J2.format(log=log_root / "spark.log"), encoding="utf-8")
     java_opts = f"-Dlog4j2.configurationFile=file:{config}"
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway
-    from pyspark.sql import SparkSession
 
     conf = (SparkConf().setAppName("kaudit-reconcile").setMaster(master)
             .set("spark.jars", ",".join(jar_list))
@@ -150,15 +188,10 @@ def start_session(master: str, jars: list[str] | None) -> Any:
             .set("spark.executor.extraJavaOptions", java_opts)
             .set("spark.driver.memory", os.environ.get("KAUDIT_SPARK_DRIVER_MEMORY", "2g")))
     log_file = open(log_root / "spark-driver.log", "wb")  # noqa: SIM115 - the JVM keeps it
-    try:
-        # Our own gateway, so the driver JVM's stdout/stderr (JVM warnings, Spark's
-        # banner) go to the log file instead of the user's terminal.
-        redirect = {"stdout": log_file, "stderr": log_file}
-        gateway = launch_gateway(conf=conf, popen_kwargs=redirect)  # type: ignore[no-untyped-call]
-        context = SparkContext(conf=conf, gateway=gateway)
-    except Exception as exc:  # Py4J / Java gateway errors carry long traces
-        raise RuntimeUnavailable(f"cannot start Spark ({master}): "
-                                 f"{error_line(exc)} "
-                                 f"(log: {log_root / 'spark-driver.log'})") from None
-    context.setLogLevel("ERROR")
-    return SparkSession(context)
+    # Our own gateway, so the driver JVM's stdout/stderr (JVM warnings, Spark's banner) go
+    # to the log file instead of the user's terminal.
+    redirect = {"stdout": log_file, "stderr": log_file}
+    pool = ThreadPoolExecutor(1, thread_name_prefix="kaudit-spark-jvm")
+    launching = pool.submit(launch_gateway, conf=conf, popen_kwargs=redirect)
+    pool.shutdown(wait=False)
+    return StartingSession(master, conf, launching, log_root / "spark-driver.log")

@@ -301,7 +301,7 @@ def _shuffled(topic: DataFrame, sink: DataFrame,
         s_struct.alias("_s"),
     )
     both = t_narrow.unionByName(s_narrow).repartition(*[F.col(g) for g in group])
-    return _read_once(both), group
+    return _read_once(both, options.shuffle_partitions), group
 
 
 def _derived(rows: DataFrame, options: CompareOptions) -> DataFrame:

@@ -181,6 +181,9 @@ class CompareOptions:
     """With ``source_truncated`` in coordinates mode: the first offset read per partition
     (the pinned range's start). Without it, the smallest offset the topic frame has in each
     partition, which costs a second read of the topic frame."""
+    shuffle_partitions: int | None = None
+    """Partitions of the one shuffle of both sides (None: the session's
+    ``spark.sql.shuffle.partitions``). The other shuffles, all small, use the session's."""
 
 
 def key_hash_column(key_col: Column) -> Column:
