@@ -175,13 +175,13 @@ def begin_session(master: str, jars: list[str] | None) -> StartingSession:
             .set("spark.ui.showConsoleProgress", "false")
             .set("spark.sql.session.timeZone", "UTC")
             .set("spark.sql.shuffle.partitions", "8")
-            # The run sets the shuffle's partition count from the topic's size (see
-            # job.shuffle_partitions); adaptive execution must not merge them back into
-            # partitions whose sort no longer fits a task's memory.
+            # The run sets the big shuffle's partition count from the topic's size (see
+            # job.shuffle_partitions); adaptive execution must not merge partitions back
+            # into ones whose hash aggregation no longer fits a task's memory.
             .set("spark.sql.adaptive.coalescePartitions.enabled", "false")
-            # The detail aggregation keeps one group per suspect key and one for all clean
-            # rows; past 128 groups in a task (Spark's default) it would sort every row
-            # left, clean ones included. Suspects are few; their buffers are small.
+            # The detail aggregation keeps one group per suspect key; past 128 groups in a
+            # task (Spark's default) it would sort its rows instead. Suspects are few and
+            # their buffers small.
             .set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
             # spark-submit starts the driver JVM with these, so they apply from its start.
             .set("spark.driver.extraJavaOptions", java_opts)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.plan.columns import (
     _GROUP,
     _by_offset,
@@ -16,6 +17,7 @@ from kaudit.reconcile.plan.columns import (
     _key_unread,
     _mismatch_rows,
     _missing_class,
+    _no_rows,
     _payload_fields,
     _present,
     _record_time,
@@ -46,6 +48,8 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
     joined = _with_group_key(suspects).groupBy(*_GROUP).agg(
         F.count_if(live).alias("t_n"),
         F.collect_list(F.when(live, rec)).alias("t_recs"),
+        F.collect_list(F.when(live, F.col("_ph"))).alias("t_hashes"),
+        F.count_if(live & _t()[UNDECODABLE].isNotNull()).alias("u_n"),
         *_sink_aggs(compared),
     )
 
@@ -55,7 +59,11 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
             _group_key_display().alias("key"),
             F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
             F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
-            F.array_sort(F.coalesce(F.col("t_recs"), F.array()), _by_offset).alias("recs"),
+            # Lambdas only where a key has several records (see columns._present).
+            F.when(F.col("t_n") > 1, F.array_sort(F.col("t_recs"), _by_offset))
+            .otherwise(F.coalesce(F.col("t_recs"), F.array())).alias("recs"),
+            F.col("t_hashes"),
+            F.col("u_n"),
             F.col("s_hashes"),
             F.col("s_row"),
         )
@@ -67,25 +75,22 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
             "check",
             (F.col("t_n") > 0) & (F.col("s_n") > 0)
             & ~F.coalesce(_undecodable(F.col("compared")), F.lit(False)) & ~F.coalesce(
-                F.arrays_overlap(F.transform(F.col("recs"), lambda r: r["ph"]),
-                                 F.col("s_hashes")),
-                F.lit(False),
-            ),
+                F.arrays_overlap(F.col("t_hashes"), F.col("s_hashes")), F.lit(False)),
         )
     )
     t_n, s_n, recs = F.col("t_n"), F.col("s_n"), F.col("recs")
     key, key_hash = F.col("key"), F.col("key_hash")
     latest, compared_rec = F.col("latest"), F.col("compared")
 
-    missing = F.transform(
+    missing = F.coalesce(F.when(t_n > s_n, F.transform(
         F.filter(recs, lambda r, i: (i >= s_n) & ~_key_unread(r, key)),
         lambda r: _row(_missing_class(r["ts"], options), key, key_hash, r["partition"],
                        r["offset"], t_n, s_n),
-    )
-    undecodable = F.transform(
+    )), _no_rows())
+    undecodable = F.coalesce(F.when(F.col("u_n") > 0, F.transform(
         F.filter(recs, _undecodable),
         lambda r: _undecodable_row(r, key, key_hash, r["partition"], r["offset"], t_n, s_n),
-    )
+    )), _no_rows())
 
     def ident(name: str, tv: Column, sv: Column) -> Column:
         return _row("mismatched", key, key_hash, compared_rec["partition"],

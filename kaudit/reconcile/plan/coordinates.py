@@ -75,7 +75,7 @@ def _coordinates_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
         F.when(has_topic, t["key"]).otherwise(s_row["key"]).alias("key"),
         F.when(has_topic, t["key_hash"]).otherwise(s_row["key_hash"]).alias("key_hash"),
-        F.coalesce(F.exists(F.col("s_hashes"), lambda h: h == t["ph"]),
+        F.coalesce(F.array_contains(F.col("s_hashes"), t["ph"]),
                    F.lit(False)).alias("sink_has_it"),
         (below_start if below_start is not None else F.lit(False)).alias("below_start"),
     ).withColumn(

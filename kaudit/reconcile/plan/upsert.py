@@ -59,7 +59,7 @@ def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
         latest,
         F.col("s_row"),
-        F.coalesce(F.exists(F.col("s_hashes"), lambda h: h == latest["ph"]),
+        F.coalesce(F.array_contains(F.col("s_hashes"), latest["ph"]),
                    F.lit(False)).alias("sink_has_latest"),
     ).withColumn(
         "check",

@@ -88,6 +88,22 @@ def test_a_string_where_the_sink_has_a_number_is_undecodable(spark: SparkSession
         ], mode
 
 
+def test_numbers_as_text_and_other_types_read_exactly_as_the_text_decoder(
+        spark: SparkSession) -> None:
+    # The fast decoder reads numbers as DOUBLE; a record it cannot read alike (a number
+    # in quotes, a boolean where a number belongs, a value that is not an object) is read
+    # by the text decoder, so quoted numbers still compare equal to the sink's numbers.
+    values: list[Any] = [{"id": 1, "amount": "12.5"}, {"id": 2, "amount": 7},
+                         {"id": 3, "amount": "1e1"}, {"id": 4, "amount": 2.25},
+                         {"id": 5, "amount": True}, {"id": 6, "amount": None}, {"id": 7}]
+    sink = [(1, 12.5), (2, 7.0), (3, 10.0), (4, 2.25), (5, 1.0), (6, None), (7, None)]
+    for mode in ("append", "upsert"):
+        result = reconcile(spark, values, sink, "id long, amount double", mode=mode)
+        assert result.counts() == counts(undecodable=1), mode
+        assert [(r[0], r[1], r[6]) for r in rows(result)] == [
+            ("undecodable", "5", "amount")], mode
+
+
 def test_values_that_are_not_json_are_undecodable_not_missing(spark: SparkSession) -> None:
     values: list[Any] = [{"id": i, "amount": i} for i in range(1000)]
     values += ["not json", "", "42", '[{"id": 1}]', '{"id": 5, "amount":']
