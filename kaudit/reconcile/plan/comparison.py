@@ -46,10 +46,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from py4j.java_gateway import JavaPackage  # type: ignore[import-untyped]
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from kaudit.errors import RuntimeUnavailable
 from kaudit.reconcile.classes import CLASSES, RAW_VALUE, UNDECODABLE
 from kaudit.reconcile.plan.append import _append_rows
 from kaudit.reconcile.plan.columns import _t
@@ -232,7 +234,12 @@ def _read_once(frame: DataFrame, partitions: int | None = None) -> DataFrame:
     assert jvm is not None
 
     def module(package: Any, name: str) -> Any:
-        return getattr(getattr(package, name + "$"), "MODULE$")
+        found = getattr(getattr(package, name + "$"), "MODULE$")
+        if isinstance(found, JavaPackage):  # py4j's answer for a class it cannot find
+            raise RuntimeUnavailable(
+                f"this Spark has no {name} where kaudit needs it (Spark "
+                f"{spark.version}; kaudit reconcile runs on pyspark 4.0.0)")
+        return found
 
     saved = {key: spark.conf.get(key) or default for key, default in (
         ("spark.sql.adaptive.enabled", "true"), ("spark.sql.shuffle.partitions", "200"))}
