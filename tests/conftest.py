@@ -181,9 +181,7 @@ def interrupt_when(proc: subprocess.Popen[str], reached: Callable[[], bool],
                    timeout: float = 120, wait: float = 180) -> str:
     """Ctrl-C (SIGINT) to ``proc`` once ``reached()`` holds (or it ended, or ``timeout``
     passed); its stdout. A run that does not then exit 130 fails the test."""
-    deadline = time.monotonic() + timeout
-    while not reached() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+    wait_for(lambda: reached() or proc.poll() is not None, timeout)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=wait)
     assert proc.returncode == 130, stderr
