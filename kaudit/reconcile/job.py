@@ -35,14 +35,16 @@ def _field_column(name: str, struct: str = "v") -> Any:
     return F.col(struct + "." + ".".join(f"`{part}`" for part in name.split(".")))
 
 
-def _text_schema(fields: list[str], doubles: frozenset[str] = frozenset()) -> Any:
+def _text_schema(fields: list[str], doubles: frozenset[str] = frozenset(),
+                 longs: frozenset[str] = frozenset()) -> Any:
     """A from_json schema with every wanted field as text (nested ones as structs): Spark
     then hands over any JSON value as its text (a number as its digits, an object as its
     JSON), so no value is turned into null for having another type than expected.
 
-    Fields in ``doubles`` are read as DOUBLE instead (the fast schema, see decode_topic): a
-    value that is not a number then marks the record corrupt rather than becoming null."""
-    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
+    Fields in ``doubles`` are read as DOUBLE and those in ``longs`` as BIGINT instead (the
+    fast schema, see decode_topic): a value of another kind then marks the record corrupt
+    rather than becoming null."""
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
     tree: dict[str, Any] = {}
     for name in fields:
@@ -56,7 +58,8 @@ def _text_schema(fields: list[str], doubles: frozenset[str] = frozenset()) -> An
             node.setdefault(parts[-1], name)
 
     def leaf(name: Any) -> Any:
-        return DoubleType() if name in doubles else StringType()
+        return (DoubleType() if name in doubles else LongType() if name in longs
+                else StringType())
 
     def struct(node: dict[str, Any]) -> Any:
         return StructType([StructField(k, struct(v) if isinstance(v, dict) else leaf(v))
@@ -102,7 +105,7 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     read its key is null.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import NumericType
+    from pyspark.sql.types import IntegralType, NumericType
 
     keys = request.key_fields()
     tombstone = F.col("value").isNull()
@@ -120,8 +123,11 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
         # those records pay for it, and every record gets the text decoder's values.
         doubles = frozenset(n for n in fields if n not in key_names
                             and isinstance(targets[n], NumericType))
-        frame = raw.select("*", F.from_json(text, _text_schema(fields, doubles), options)
-                           .alias("v"))
+        # Key fields the sink holds as integers are parsed to BIGINT alike: read as text,
+        # every JSON number is written out again through a JSON generator of its own.
+        longs = frozenset(n for n in key_names if isinstance(targets[n], IntegralType))
+        frame = raw.select("*", F.from_json(text, _text_schema(fields, doubles, longs),
+                                            options).alias("v"))
         slow = F.col("v").isNull() | F.col(f"v.{_CORRUPT}").isNotNull()
         frame = frame.withColumn(
             "vt", F.when(slow, F.from_json(text, _text_schema(fields), options)))
@@ -143,11 +149,14 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
         reasons += [F.when(texts[n].isNotNull() & values[n].isNull(), F.lit(n))
                     for n in fields]
         fast_reasons = [F.when(fast[n].isNotNull() & values[n].isNull(), F.lit(n))
-                        for n in fields if n not in doubles]
+                        for n in fields if n not in doubles | longs]
         reason = F.when(~tombstone, F.when(slow, F.coalesce(*reasons)).otherwise(
             F.coalesce(*fast_reasons) if fast_reasons else no_reason))
         frame = frame.withColumn(UNDECODABLE, reason)
-        texts = {name: F.when(slow, texts[name]).otherwise(fast[name]) for name in key_names}
+        # The text decoder writes a JSON integer as its value's digits (-0 as 0), as the
+        # BIGINT prints: both decoders give a key the same text.
+        texts = {name: F.when(slow, texts[name]).otherwise(
+            fast[name].cast("string") if name in longs else fast[name]) for name in key_names}
         key_unread = F.col(UNDECODABLE).isin("", *[k for k in keys if k != KAFKA_KEY])
         raw_text = F.when(F.col(UNDECODABLE).isNotNull(), F.substring(text, 1, RAW_SAMPLE_CHARS))
 
@@ -176,7 +185,7 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     def key_part(name: str) -> Any:
         return F.col("key").cast("string") if name == KAFKA_KEY else key_text(name).cast("string")
 
-    key = F.concat_ws("|", *[F.coalesce(key_part(k), F.lit("")) for k in keys])
+    key = joined_key([key_part(k) for k in keys])
     # A tombstone has no value to take key fields from: Kafka deletes by message key,
     # so a tombstone is matched by its message key (which names the same record).
     key = (F.when(tombstone, F.col("key").cast("string"))
@@ -250,6 +259,15 @@ def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
                 "type with --schema")
 
 
+def joined_key(parts: list[Any]) -> Any:
+    """One text key from the key fields' texts, alike on both sides: joined by "|", a
+    missing part as "" (one field: its text as it is, without concat_ws's arrays)."""
+    from pyspark.sql import functions as F
+
+    texts = [F.coalesce(part, F.lit("")) for part in parts]
+    return texts[0] if len(texts) == 1 else F.concat_ws("|", *texts)
+
+
 def shape_sink(df: Any, request: ReconcileRequest) -> Any:
     """key, compare columns (and partition/offset in coordinates mode), from sink columns."""
     from pyspark.sql import functions as F
@@ -264,8 +282,8 @@ def shape_sink(df: Any, request: ReconcileRequest) -> Any:
         raise InputError(f"the sink has no column {missing[0]!r} (columns: "
                          f"{', '.join(sorted(names))}); map topic fields to sink columns "
                          "with --map FIELD=COLUMN")
-    key = F.concat_ws("|", *[F.coalesce(F.col(request.sink_column(k)).cast("string"),
-                                        F.lit("")) for k in request.key_fields()])
+    key = joined_key([F.col(request.sink_column(k)).cast("string")
+                      for k in request.key_fields()])
     columns = [key.alias("key")] + [F.col(request.sink_column(c)) for c in request.compare]
     if request.mode == "coordinates":
         columns += [F.col(request.sink_column("partition")).cast("int").alias("partition"),
@@ -372,8 +390,9 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     # partition that reads nothing.
     spark.conf.set("spark.sql.shuffle.partitions",
                    str(max(1, spark.sparkContext.defaultParallelism)))
-    sink = shape_sink(read_sink(spark, sink_spec), request)
-    types = read_types(request, sink)
+    columns = read_sink(spark, sink_spec)
+    types = read_types(request, columns)  # from the sink's own columns: the keys' too
+    sink = shape_sink(columns, request)
     raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
     topic = decode_topic(raw, request, types)
     if request.value_format == "bytes":

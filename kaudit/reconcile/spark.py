@@ -183,6 +183,9 @@ def begin_session(master: str, jars: list[str] | None) -> StartingSession:
             # task (Spark's default) it would sort its rows instead. Suspects are few and
             # their buffers small.
             .set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
+            # The summary aggregates one group per key: the small first-level map (65,536
+            # groups) fills up at once, and every row then pays two lookups.
+            .set("spark.sql.codegen.aggregate.map.twolevel.enabled", "false")
             # spark-submit starts the driver JVM with these, so they apply from its start.
             .set("spark.driver.extraJavaOptions", java_opts)
             .set("spark.executor.extraJavaOptions", java_opts)

@@ -104,6 +104,23 @@ def test_numbers_as_text_and_other_types_read_exactly_as_the_text_decoder(
             ("undecodable", "5", "amount")], mode
 
 
+def test_integer_keys_read_alike_by_both_decoders(spark: SparkSession) -> None:
+    # A key the sink holds as an integer is parsed to BIGINT by the fast decoder; a record
+    # it cannot read (a quoted key or amount, a key beyond BIGINT) goes to the text
+    # decoder, whose key text must be the same (it writes -0 as 0 too).
+    values: list[Any] = [{"id": 1, "amount": 1}, {"id": "2", "amount": 2},
+                         '{"id": -0, "amount": 3}', '{"id": -3, "amount": "3"}',
+                         '{"id": 12345678901234567890, "amount": 5}']
+    sink = [(1, 1.0), (2, 2.0), (0, 3.0), (-3, 3.0)]
+    for mode in ("append", "upsert"):
+        result = reconcile(spark, values, sink, "id long, amount double", mode=mode)
+        assert result.counts() == counts(missing_in_sink=1), mode
+        assert rows(result)[0][:4] == ("missing_in_sink", "12345678901234567890", 0, 4), mode
+    slow_minus_zero = reconcile(spark, ['{"id": -0, "amount": "6"}'], [(0, 6.0)],
+                                "id int, amount double")
+    assert slow_minus_zero.counts() == counts()
+
+
 def test_values_that_are_not_json_are_undecodable_not_missing(spark: SparkSession) -> None:
     values: list[Any] = [{"id": i, "amount": i} for i in range(1000)]
     values += ["not json", "", "42", '[{"id": 1}]', '{"id": 5, "amount":']
