@@ -108,10 +108,14 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     from pyspark.sql.types import IntegralType, NumericType
 
     keys = request.key_fields()
-    tombstone = F.col("value").isNull()
     no_reason = F.lit(None).cast("string")
     if request.value_format == "json":
-        text = F.col("value").cast("string")
+        # The value as text once, the bytes dropped: every later use reads the text where
+        # it lies, where each use of the bytes would copy them.
+        raw = raw.select("partition", "offset", "timestamp", "key",
+                         F.col("value").isNull().alias("_tombstone"),
+                         F.col("value").cast("string").alias("_text"))
+        tombstone, text = F.col("_tombstone"), F.col("_text")
         key_names = [k for k in keys if k != KAFKA_KEY]
         fields = list(dict.fromkeys(key_names + list(request.compare)))
         options = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
@@ -126,11 +130,14 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
         # Key fields the sink holds as integers are parsed to BIGINT alike: read as text,
         # every JSON number is written out again through a JSON generator of its own.
         longs = frozenset(n for n in key_names if isinstance(targets[n], IntegralType))
-        frame = raw.select("*", F.from_json(text, _text_schema(fields, doubles, longs),
-                                            options).alias("v"))
+        # Both decoders in one projection (from_json keeps it out of Spark's generated
+        # pipeline: each projection of its own copies every row once more); the fast
+        # decoder's expression is named twice there and evaluated once.
+        decoded = F.from_json(text, _text_schema(fields, doubles, longs), options)
+        frame = raw.select("*", decoded.alias("v"), F.when(
+            decoded.isNull() | decoded.getField(_CORRUPT).isNotNull(),
+            F.from_json(text, _text_schema(fields), options)).alias("vt"))
         slow = F.col("v").isNull() | F.col(f"v.{_CORRUPT}").isNotNull()
-        frame = frame.withColumn(
-            "vt", F.when(slow, F.from_json(text, _text_schema(fields), options)))
         fast = {name: _field_column(name) for name in fields}
         texts = {name: _field_column(name, "vt") for name in fields}
         values = {name: F.when(slow, _convert(texts[name], targets[name])).otherwise(
@@ -166,6 +173,7 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
         def key_text(name: str) -> Any:
             return texts[name]
     else:
+        tombstone = F.col("value").isNull()
         allowed = {"value", KAFKA_KEY}
         for name in [*keys, *request.compare]:
             if name not in allowed:
