@@ -186,6 +186,10 @@ def begin_session(master: str, jars: list[str] | None) -> StartingSession:
             # The summary aggregates one group per key: the small first-level map (65,536
             # groups) fills up at once, and every row then pays two lookups.
             .set("spark.sql.codegen.aggregate.map.twolevel.enabled", "false")
+            # pyspark would record the Python call site of every column function for its
+            # error context (five Py4J calls and a stack walk each, over a thousand per
+            # run); kaudit reports errors in one line of its own.
+            .set("spark.python.sql.dataFrameDebugging.enabled", "false")
             # spark-submit starts the driver JVM with these, so they apply from its start.
             .set("spark.driver.extraJavaOptions", java_opts)
             .set("spark.executor.extraJavaOptions", java_opts)
