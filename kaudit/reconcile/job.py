@@ -398,9 +398,9 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     # partition that reads nothing.
     spark.conf.set("spark.sql.shuffle.partitions",
                    str(max(1, spark.sparkContext.defaultParallelism)))
-    columns = read_sink(spark, sink_spec)
-    types = read_types(request, columns)  # from the sink's own columns: the keys' too
-    sink = shape_sink(columns, request)
+    sink_table = read_sink(spark, sink_spec)
+    types = read_types(request, sink_table)  # from the sink's own columns: the keys' too
+    sink = shape_sink(sink_table, request)
     raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
     topic = decode_topic(raw, request, types)
     if request.value_format == "bytes":

@@ -144,8 +144,7 @@ def read_topic(spark: Any, conn: ConnectionSettings, topic: str, ranges: list[Of
     finally:
         spark.conf.set(v1_sources, saved)
     return frame.select(F.col("partition").cast("int").alias("partition"),
-                                F.col("offset"), F.col("timestamp"), F.col("key"),
-                                F.col("value"))
+                        F.col("offset"), F.col("timestamp"), F.col("key"), F.col("value"))
 
 
 def sample_values(conn: ConnectionSettings, topic: str, ranges: list[OffsetRange],

@@ -28,6 +28,8 @@ DECIMAL = range(WHOLE, WHOLE + 1000)
 NOT_A_NUMBER = 9000
 """A record whose amount is text where the sink has a number."""
 POISON = ["not json", "{broken", "42"]
+BAD_KEY = json.dumps({"id": "one", "amount": 1})
+"""A key that is text where the sink's key column is a number."""
 STALE = set(range(WHOLE, WHOLE + 7))
 COMPARE = ("--key", "id", "--compare", "amount,note,customer.id")
 
@@ -65,9 +67,9 @@ def topics(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     append = f"evolving-append-{uuid.uuid4().hex[:6]}"
     values: list[str | None] = [whole(i) for i in range(WHOLE)]
     values += [evolved(i) for i in DECIMAL]
-    values += [json.dumps({"id": NOT_A_NUMBER, "amount": "12abc"}), *POISON]
+    values += [json.dumps({"id": NOT_A_NUMBER, "amount": "12abc"}), BAD_KEY, *POISON]
     produce(lab, append, values, [str(i) for i in [*range(WHOLE), *DECIMAL, NOT_A_NUMBER]]
-            + [f"poison-{n}" for n in range(len(POISON))])
+            + ["one"] + [f"poison-{n}" for n in range(len(POISON))])
     rows = [sink_row(i, i, False) for i in range(WHOLE)]
     rows += [sink_row(i, i if i in STALE else i + 0.5, True) for i in DECIMAL]
     rows.append(json.dumps({"id": NOT_A_NUMBER, "amount": 12.0, "note": None,
@@ -103,15 +105,15 @@ def test_append_mode_reads_evolved_values_and_names_what_cannot_be_decoded(
     sink = f"json:{Path(topics['root']) / 'append'}"
     code, doc, stderr = reconcile(lab, "--topic", topics["append"], "--sink", sink, *COMPARE)
     assert code == 1, stderr
-    records = WHOLE + len(DECIMAL) + 1 + len(POISON)
+    records = WHOLE + len(DECIMAL) + 2 + len(POISON)
     assert doc["counts"] == expected(records, WHOLE + len(DECIMAL) + 1, mismatched=7,
-                                     undecodable=4)
+                                     undecodable=5)
     mismatched = doc["samples"]["mismatched"]
     assert {(int(m["key"]), m["column"]) for m in mismatched} <= {
         (i, "amount") for i in STALE}
     undecodable = doc["samples"]["undecodable"]
     assert sorted(((u["key"], u["column"], u["topic_value"]) for u in undecodable), key=str) == \
-        sorted([(None, None, p) for p in POISON] + [
+        sorted([(None, None, p) for p in POISON] + [(None, "id", BAD_KEY)] + [
             (str(NOT_A_NUMBER), "amount", json.dumps({"id": NOT_A_NUMBER, "amount": "12abc"}))],
             key=str)
     assert all(u["partition"] is not None and u["offset"] is not None for u in undecodable)
