@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from kaudit.errors import InputError
-from kaudit.reconcile.job import decode_topic, hashed, read_types
+from kaudit.reconcile.job import decode_topic, hashed, read_types, shape_sink
 from kaudit.reconcile.request import ReconcileRequest
 from tests.unit.reconcile.frames import counts, rows, run
 
@@ -40,11 +40,7 @@ def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any,
                                compare=compare, mode=mode, schema=schema)  # type: ignore[arg-type]
     sink = spark.createDataFrame(sink_rows, sink_ddl)
     topic = decode_topic(raw(spark, values), request, read_types(request, sink))
-    key_columns = [request.sink_column(k) for k in request.key_fields()]
-    from pyspark.sql import functions as F
-
-    sink = sink.select(F.concat_ws("|", *[F.col(c).cast("string") for c in key_columns])
-                       .alias("key"), *[request.sink_column(c) for c in compare])
+    sink = shape_sink(sink, request)
     compared = [request.sink_column(c) for c in compare]
     topic, sink = hashed(topic, sink, compared)
     return run(topic, sink, mode, compared)
