@@ -46,7 +46,7 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
      "JVM heap of each lab KRaft controller (default `256m`)."),
     ("KAUDIT_SPARK_DRIVER_MEMORY",
      "Memory of the Spark driver `kaudit reconcile` starts (default `2g`)."),
-    ("JAVA_TOOL_OPTIONS, _JAVA_OPTIONS, JDK_JAVA_OPTIONS",
+    ("JAVA_TOOL_OPTIONS, _JAVA_OPTIONS, JDK_JAVA_OPTIONS, SPARK_SUBMIT_OPTS",
      "The Spark driver (and executors) `kaudit reconcile` starts run the parallel garbage "
      "collector (`-XX:+UseParallelGC`), unless one of these already names a collector "
      "(`-XX:+UseG1GC`, for example): then that one is used."),

@@ -157,9 +157,11 @@ class StartingSession:
         gateway.proc.wait()
 
 
-#: Where a JVM takes options from the environment; a collector named there must not be
-#: named again (two collectors stop the JVM at start).
-_JAVA_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")
+#: Where the driver JVM takes options from the environment (the JVM's own variables, and
+#: the one spark-submit adds to the driver's command line); a collector named there must
+#: not be named again (two collectors stop the JVM at start).
+_JAVA_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
+                          "SPARK_SUBMIT_OPTS")
 
 
 def _gc_options(environ: Mapping[str, str] | None = None) -> list[str]:

@@ -13,7 +13,8 @@ def test_the_parallel_collector_unless_the_environment_picks_one() -> None:
     assert _gc_options({"JAVA_TOOL_OPTIONS": "-Xss2m -Dfoo=bar"}) == ["-XX:+UseParallelGC"]
     # A second collector would stop the JVM at start ("Multiple garbage collectors
     # selected"): whatever the environment names wins.
-    for variable in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"):
+    for variable in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
+                     "SPARK_SUBMIT_OPTS"):
         for chosen in ("-XX:+UseG1GC", "-XX:+UseZGC", "-XX:+UseShenandoahGC",
                        "-XX:+UseSerialGC", "-XX:+UseParallelGC"):
             assert _gc_options({variable: f"-Xmx1g {chosen} -Da=b"}) == [], (variable, chosen)
