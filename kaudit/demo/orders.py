@@ -4,8 +4,6 @@ known faults (rows missing, duplicated and changed) for reconcile to find."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,40 +64,25 @@ def faulty_sink_rows(orders: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-_WRITE_PARQUET = """\
-import sys
-from kaudit.demo import write_parquet_from_json_lines
-write_parquet_from_json_lines(sys.argv[1], sys.argv[2])
-"""
-
-
-def write_faulty_sink(work_dir: Path, target: Path) -> None:
-    """Write the faulty sink as Parquet, with Spark, in a child process.
-
-    A child process because pyspark keeps one JVM per Python process: the
-    reconcile step then starts its own session with its own settings.
-    """
+def write_faulty_sink(spark: Any, work_dir: Path, target: Path) -> None:
+    """Write the faulty sink as one Parquet file with ``spark``: the session the reconcile
+    step then runs on (one driver JVM for both, started once)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     lines = work_dir / "orders.jsonl"
     lines.write_text("".join(json.dumps(r) + "\n"
                              for r in faulty_sink_rows(demo_orders(ORDER_COUNT))),
                      encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-c", _WRITE_PARQUET, str(lines), str(target)],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          check=False)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeUnavailable(f"could not write the demo's Parquet sink with Spark: {last}")
+    write_parquet_from_json_lines(spark, str(lines), str(target))
 
 
-def write_parquet_from_json_lines(source: str, target: str) -> None:
+def write_parquet_from_json_lines(spark: Any, source: str, target: str) -> None:
     """Convert a JSON-lines file into a one-file Parquet table (the demo's sink)."""
-    from kaudit.reconcile.spark import start_session
+    from kaudit.reconcile.spark import error_line
 
-    spark = start_session("local[1]", [])
     try:
         frame = spark.read.schema(
             "id BIGINT, status STRING, amount DOUBLE, customer STRING").json(source)
         frame.coalesce(1).write.mode("overwrite").parquet(target)
-    finally:
-        spark.stop()
+    except Exception as exc:  # Py4J errors carry a Java trace: one line of it
+        raise RuntimeUnavailable(
+            f"could not write the demo's Parquet sink with Spark: {error_line(exc)}") from None

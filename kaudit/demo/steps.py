@@ -104,15 +104,29 @@ class Demo:
 
         self.step(f"reconcile: {ORDER_COUNT} orders to {ORDERS_TOPIC}, a Parquet sink with "
                   "injected faults")
-        ranges = produce_orders(conn, ORDERS_TOPIC, ORDER_COUNT)
-        sink = self.directory / "sink" / "orders.parquet"
-        self.say(f"writing the sink: {len(SINK_MISSING)} orders missing, "
-                 f"{len(SINK_DUPLICATED)} duplicated, {len(SINK_CHANGED)} changed "
-                 "(Spark, about half a minute)")
-        write_faulty_sink(self.directory / "sink", sink)
+        from kaudit.reconcile.request import ReconcileRequest
+        from kaudit.reconcile.spark import begin_session, connector_jars
 
-        self.step("reconcile: did every order arrive in the sink? (Spark, about a minute)")
-        result, reconcile_json = self.reconcile(conn, sink, ranges)
+        # One Spark driver writes the sink and runs the reconcile (which uses the session it
+        # finds running on its master): its JVM starts while the orders are produced.
+        starting = begin_session(ReconcileRequest.master, connector_jars())
+        try:
+            ranges = produce_orders(conn, ORDERS_TOPIC, ORDER_COUNT)
+        except BaseException:
+            starting.abandon()
+            raise
+        spark = starting.wait()
+        try:
+            sink = self.directory / "sink" / "orders.parquet"
+            self.say(f"writing the sink: {len(SINK_MISSING)} orders missing, "
+                     f"{len(SINK_DUPLICATED)} duplicated, {len(SINK_CHANGED)} changed (Spark)")
+            write_faulty_sink(spark, self.directory / "sink", sink)
+
+            self.step("reconcile: did every order arrive in the sink? (Spark, about half a "
+                      "minute)")
+            result, reconcile_json = self.reconcile(conn, sink, ranges)
+        finally:
+            spark.stop()
 
         reports = DemoReports(
             directory=self.directory, policy=policy, check_json=check_json,
