@@ -37,7 +37,6 @@ Imports go one way: ``steps`` uses the others, and all of them use ``model``.
 """
 
 from kaudit.demo.model import DemoReports, DemoResult
-from kaudit.demo.orders import write_parquet_from_json_lines
 from kaudit.demo.report import DEMO, demo_document
 from kaudit.demo.steps import run_demo
 
@@ -47,5 +46,4 @@ __all__ = [
     "DemoResult",
     "demo_document",
     "run_demo",
-    "write_parquet_from_json_lines",
 ]
