@@ -67,22 +67,17 @@ def faulty_sink_rows(orders: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def write_faulty_sink(spark: Any, work_dir: Path, target: Path) -> None:
     """Write the faulty sink as one Parquet file with ``spark``: the session the reconcile
     step then runs on (one driver JVM for both, started once)."""
+    from kaudit.reconcile.spark import error_line
+
     work_dir.mkdir(parents=True, exist_ok=True)
     lines = work_dir / "orders.jsonl"
     lines.write_text("".join(json.dumps(r) + "\n"
                              for r in faulty_sink_rows(demo_orders(ORDER_COUNT))),
                      encoding="utf-8")
-    write_parquet_from_json_lines(spark, str(lines), str(target))
-
-
-def write_parquet_from_json_lines(spark: Any, source: str, target: str) -> None:
-    """Convert a JSON-lines file into a one-file Parquet table (the demo's sink)."""
-    from kaudit.reconcile.spark import error_line
-
     try:
         frame = spark.read.schema(
-            "id BIGINT, status STRING, amount DOUBLE, customer STRING").json(source)
-        frame.coalesce(1).write.mode("overwrite").parquet(target)
+            "id BIGINT, status STRING, amount DOUBLE, customer STRING").json(str(lines))
+        frame.coalesce(1).write.mode("overwrite").parquet(str(target))
     except Exception as exc:  # Py4J errors carry a Java trace: one line of it
         raise RuntimeUnavailable(
             f"could not write the demo's Parquet sink with Spark: {error_line(exc)}") from None

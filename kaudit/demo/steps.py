@@ -109,13 +109,8 @@ class Demo:
 
         # One Spark driver writes the sink and runs the reconcile (which uses the session it
         # finds running on its master): its JVM starts while the orders are produced.
-        starting = begin_session(ReconcileRequest.master, connector_jars())
-        try:
-            ranges = produce_orders(conn, ORDERS_TOPIC, ORDER_COUNT)
-        except BaseException:
-            starting.abandon()
-            raise
-        spark = starting.wait()
+        ranges, spark = begin_session(ReconcileRequest.master, connector_jars()).wait_after(
+            lambda: produce_orders(conn, ORDERS_TOPIC, ORDER_COUNT))
         try:
             sink = self.directory / "sink" / "orders.parquet"
             self.say(f"writing the sink: {len(SINK_MISSING)} orders missing, "

@@ -367,13 +367,8 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
         if jars is None:
             jars = connector_jars(iceberg=sink_spec.kind == "iceberg")
         # The driver JVM starts while the field check reads the topic's ends.
-        starting = begin_session(request.master, jars)
-        try:
-            check_fields_exist(conn, request, ranges)
-        except BaseException:
-            starting.abandon()
-            raise
-        spark = starting.wait()
+        _, spark = begin_session(request.master, jars).wait_after(
+            lambda: check_fields_exist(conn, request, ranges))
     else:
         check_fields_exist(conn, request, ranges)
     try:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kaudit.errors import RuntimeUnavailable
 from kaudit.jvm import cache_dir, find_java, resolve_jars
+
+T = TypeVar("T")
 
 POSTGRES_JDBC = ("org.postgresql", "postgresql", "42.7.4")
 
@@ -145,6 +147,17 @@ class StartingSession:
                                      f"{error_line(exc)} (log: {self._log})") from None
         context.setLogLevel("ERROR")
         return SparkSession(context)
+
+    def wait_after(self, work: Callable[[], T]) -> tuple[T, Any]:
+        """Do ``work`` on this thread while the JVM starts, then wait for the session:
+        ``(work's result, the SparkSession)``. When ``work`` fails (or is interrupted) the
+        JVM is stopped unused and the error goes on."""
+        try:
+            done = work()
+        except BaseException:
+            self.abandon()
+            raise
+        return done, self.wait()
 
     def abandon(self) -> None:
         """Stop the JVM without using it (the run failed before it needed Spark)."""
