@@ -234,3 +234,58 @@ def test_new_schedules_parse(text: str, argument: str | None) -> None:
 def test_new_schedules_refuse_bad_seconds(bad: str) -> None:
     with pytest.raises(InputError):
         parse_fault(bad)
+
+
+class FlakyGroupAdmin:
+    """describe_consumer_groups fails ``failures`` times (a crash or rebalance under way),
+    then names broker 3 as the group's coordinator."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+
+    def describe_consumer_groups(self, groups: list[str]) -> dict[str, Any]:
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("KafkaError{code=_TIMED_OUT}")
+        coordinator = type("Node", (), {"id": 3})()
+        return {g: type("Group", (), {"coordinator": coordinator})() for g in groups}
+
+
+def _consume_run(failures: int) -> Any:
+    from types import SimpleNamespace
+
+    from kaudit.probe.consume.runner import Run
+
+    run = Run.__new__(Run)  # no cluster: only its event bookkeeping is used
+    run.settings = cast(Any, SimpleNamespace(faults=["kill-coordinator"], fault_duration=0))
+    run.session = cast(Any, SimpleNamespace(admin=FlakyGroupAdmin(failures),
+                                            wait=lambda described: described))
+    run.group, run.started, run.events, run.notes = "g", time.monotonic(), [], []
+    run.lock = threading.Lock()
+    return run
+
+
+def test_kill_coordinator_asks_again_while_the_group_lookup_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kaudit.probe.consume import runner
+
+    monkeypatch.setattr(runner, "COORDINATOR_WAIT_S", 5.0)
+    lab, run = RecordingLab(), _consume_run(failures=2)
+    faults = runner._Faults(run, lab)
+    lab.kill = lambda broker, signal_name: lab.calls.append((signal_name, broker))  # type: ignore[method-assign]
+    faults._inject()
+    assert lab.calls == [("KILL", 3), ("start", 3)]
+    assert [e.kind for e in run.events] == ["fault", "heal"] and run.notes == []
+
+
+def test_a_fault_that_cannot_be_injected_is_said_in_the_report(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kaudit.probe.consume import runner
+
+    monkeypatch.setattr(runner, "COORDINATOR_WAIT_S", 0.0)
+    lab, run = RecordingLab(), _consume_run(failures=99)
+    runner._Faults(run, lab)._inject()
+    assert lab.calls == []
+    assert [(e.kind, e.detail) for e in run.events] == [
+        ("note", "fault kill-coordinator failed")]
+    assert run.notes == ["fault kill-coordinator failed: KafkaError{code=_TIMED_OUT}"]
