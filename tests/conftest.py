@@ -84,8 +84,35 @@ def lab_admin(bootstrap: str) -> Any:
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
+_kept_lab_logs: list[Path] = []
+"""Where the logs of a test lab were kept because tests failed (see ``lab``)."""
+
+
+def _keep_lab_logs(state_dir: Path) -> None:
+    """Copy the lab's node logs out of ``state_dir`` before it is deleted: a broker that died
+    on restart in CI is otherwise gone with its reason."""
+    kept = Path(tempfile.mkdtemp(prefix="kaudit-test-lab-logs-"))
+    for log in sorted(state_dir.glob("*/server.log")):
+        shutil.copy(log, kept / f"{log.parent.name}.log")
+    _kept_lab_logs.append(kept)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """After a failed run on a test lab: where its logs are, and each node's last lines."""
+    from kaudit.lab.process import START_MARK
+
+    for kept in _kept_lab_logs:
+        terminalreporter.section(f"test lab logs, kept in {kept}")
+        for log in sorted(kept.glob("*.log")):
+            lines = log.read_text(errors="replace").splitlines()
+            starts = [i for i, ln in enumerate(lines) if ln.startswith(START_MARK)]
+            terminalreporter.write_line(f"--- {log.name}: {len(starts)} start(s); last lines:")
+            for line in lines[-15:]:
+                terminalreporter.write_line(f"    {line[:300]}")
+
+
 @pytest.fixture(scope="session")
-def lab() -> Iterator[Lab]:
+def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     """Start a 3-broker lab once for all Kafka tests; stop and delete it at the end.
 
     KAUDIT_TEST_LAB_DIR reuses a running lab (for quick local iterations); it is
@@ -108,7 +135,9 @@ def lab() -> Iterator[Lab]:
         # its failed reconnects to a stopped lab.
         lab_admin.cache_clear()
         gc.collect()
-        run_kaudit("lab", "down", "--purge", "--state-dir", state_dir, timeout=120)
+        run_kaudit("lab", "down", "--state-dir", state_dir, timeout=120)
+        if request.session.testsfailed:
+            _keep_lab_logs(Path(state_dir))
         shutil.rmtree(state_dir, ignore_errors=True)
 
 

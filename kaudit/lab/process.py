@@ -17,12 +17,20 @@ SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "STOP": signal.SIGSTO
 """What ``kaudit lab kill --signal`` sends: a controlled shutdown, a crash or a freeze."""
 
 
+START_MARK = "[kaudit lab] starting "
+"""Begins the line ``launch`` writes to a node's log before each start: the log is appended to
+across restarts, and why a node died on its last start is told by what follows it."""
+
+
 def log_tail(path: Path, lines: int = 1) -> str:
-    """The last meaningful lines of a log, joined on one line."""
+    """The last meaningful lines of a log since the node's last start, joined on one line."""
     try:
         text = path.read_text(errors="replace").splitlines()
     except OSError:
         return "(no log)"
+    starts = [i for i, ln in enumerate(text) if ln.startswith(START_MARK)]
+    if starts:
+        text = text[starts[-1] + 1:]
     interesting = [ln for ln in text if any(w in ln for w in ("ERROR", "Exception", "FATAL"))]
     picked = (interesting or text)[-lines:]
     return " | ".join(ln.strip() for ln in picked)[:500] or "(empty log)"
@@ -32,6 +40,9 @@ def launch(node: LabNode) -> None:
     """Start ``node``'s process in a session of its own, its output appended to its log."""
     log_file = open(node.log_path, "ab")  # noqa: SIM115
     try:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        log_file.write(f"{START_MARK}{node.role} {node.id} at {stamp}\n".encode())
+        log_file.flush()
         proc = subprocess.Popen(
             node.argv,
             stdout=log_file,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from kaudit.connect.settings import parse_key_values
 from kaudit.errors import InputError, LabStateError
 from kaudit.lab.layout import EPHEMERAL_RANGE, LOWEST_LAB_PORT, free_ports
 from kaudit.lab.manager import lab_kill, lab_start
+from kaudit.lab.process import launch, log_tail
 from kaudit.lab.state import LabNode, LabState, NodeState, node_state
 
 
@@ -115,3 +117,26 @@ def test_key_value_parsing() -> None:
         "min.insync.replicas": "2", "a": "b=c"}
     with pytest.raises(InputError, match="--broker-config 'nonsense'"):
         parse_key_values(["nonsense"], "--broker-config")
+
+
+def test_the_log_tail_tells_why_the_last_start_failed_not_an_older_one(tmp_path: Path) -> None:
+    # A node's log is appended to across restarts; an exception from its previous life
+    # must not stand in for why it just died.
+    node = _node(tmp_path)
+    Path(node.directory).mkdir(parents=True)
+    node.log_path.write_text("[2026-11-25] ERROR NotEnoughReplicasException: old news\n")
+    node.argv = [sys.executable, "-c",
+                 "print('INFO starting'); print('bind failed: port in use')"]
+    launch(node)
+    assert node.pid is not None
+    os.waitpid(node.pid, 0)
+    assert log_tail(node.log_path) == "bind failed: port in use"
+    assert "old news" in node.log_path.read_text()  # kept, but before the start mark
+    assert log_tail(node.log_path, lines=5) == "INFO starting | bind failed: port in use"
+
+
+def test_a_log_without_start_marks_is_read_whole(tmp_path: Path) -> None:
+    log = tmp_path / "format.log"
+    log.write_text("INFO formatting\nERROR bad cluster id\nINFO done\n")
+    assert log_tail(log) == "ERROR bad cluster id"
+    assert log_tail(tmp_path / "absent.log") == "(no log)"
