@@ -106,8 +106,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for log in sorted(kept.glob("*.log")):
             lines = log.read_text(errors="replace").splitlines()
             starts = [i for i, ln in enumerate(lines) if ln.startswith(START_MARK)]
-            terminalreporter.write_line(f"--- {log.name}: {len(starts)} start(s); last lines:")
-            for line in lines[-15:]:
+            since = lines[starts[-1]:] if starts else lines
+            bad = [ln for ln in since if " ERROR " in ln or " FATAL " in ln]
+            terminalreporter.write_line(f"--- {log.name}: started {len(starts)} time(s); "
+                                        f"{len(bad)} ERROR/FATAL line(s) since the last start"
+                                        + (", the last ones:" if bad else ""))
+            for line in bad[-6:]:
                 terminalreporter.write_line(f"    {line[:300]}")
 
 
@@ -135,9 +139,9 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
         # its failed reconnects to a stopped lab.
         lab_admin.cache_clear()
         gc.collect()
-        run_kaudit("lab", "down", "--state-dir", state_dir, timeout=120)
         if request.session.testsfailed:
-            _keep_lab_logs(Path(state_dir))
+            _keep_lab_logs(Path(state_dir))  # as the tests left them, before the shutdown
+        run_kaudit("lab", "down", "--purge", "--state-dir", state_dir, timeout=120)
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
