@@ -38,9 +38,16 @@ def create_topic(lab: Lab, partitions: int = 3, rf: int = 3, **config: str) -> s
 
 
 def partitions_of(lab: Lab, topic: str) -> list[Any]:
-    md = admin(lab).list_topics(topic=topic, timeout=10).topics[topic]
     # A broker that has not applied the creation yet answers with the topic in error and
-    # no partitions, which would make every all(...) over them vacuously true.
+    # no partitions, which would make every all(...) over them vacuously true. Brokers
+    # apply it one by one, and each request may go to another broker: one that knew the
+    # topic does not mean the next one asked does, so ask again for a while.
+    deadline = time.monotonic() + 30
+    while True:
+        md = admin(lab).list_topics(topic=topic, timeout=10).topics[topic]
+        if (md.error is None and md.partitions) or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
     assert md.error is None and md.partitions, f"{topic}: {md.error or 'no partitions'}"
     return [md.partitions[p] for p in sorted(md.partitions)]
 
