@@ -99,16 +99,14 @@ def _keep_lab_logs(state_dir: Path) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """After a failed run on a test lab: where its logs are, and each node's last lines."""
-    from kaudit.lab.process import START_MARK
+    from kaudit.lab.process import since_last_start
 
     for kept in _kept_lab_logs:
         terminalreporter.section(f"test lab logs, kept in {kept}")
         for log in sorted(kept.glob("*.log")):
-            lines = log.read_text(errors="replace").splitlines()
-            starts = [i for i, ln in enumerate(lines) if ln.startswith(START_MARK)]
-            since = lines[starts[-1]:] if starts else lines
+            starts, since = since_last_start(log.read_text(errors="replace").splitlines())
             bad = [ln for ln in since if " ERROR " in ln or " FATAL " in ln]
-            terminalreporter.write_line(f"--- {log.name}: started {len(starts)} time(s); "
+            terminalreporter.write_line(f"--- {log.name}: started {starts} time(s); "
                                         f"{len(bad)} ERROR/FATAL line(s) since the last start"
                                         + (", the last ones:" if bad else ""))
             for line in bad[-6:]:

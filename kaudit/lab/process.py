@@ -22,15 +22,19 @@ START_MARK = "[kaudit lab] starting "
 across restarts, and why a node died on its last start is told by what follows it."""
 
 
+def since_last_start(text: list[str]) -> tuple[int, list[str]]:
+    """How many starts a node's log records, and its lines since the last one (all of them
+    in a log without start marks)."""
+    starts = [i for i, ln in enumerate(text) if ln.startswith(START_MARK)]
+    return len(starts), text[starts[-1] + 1:] if starts else text
+
+
 def log_tail(path: Path, lines: int = 1) -> str:
     """The last meaningful lines of a log since the node's last start, joined on one line."""
     try:
-        text = path.read_text(errors="replace").splitlines()
+        _, text = since_last_start(path.read_text(errors="replace").splitlines())
     except OSError:
         return "(no log)"
-    starts = [i for i, ln in enumerate(text) if ln.startswith(START_MARK)]
-    if starts:
-        text = text[starts[-1] + 1:]
     interesting = [ln for ln in text if any(w in ln for w in ("ERROR", "Exception", "FATAL"))]
     picked = (interesting or text)[-lines:]
     return " | ".join(ln.strip() for ln in picked)[:500] or "(empty log)"
