@@ -289,3 +289,23 @@ def test_a_fault_that_cannot_be_injected_is_said_in_the_report(
     assert [(e.kind, e.detail) for e in run.events] == [
         ("note", "fault kill-coordinator failed")]
     assert run.notes == ["fault kill-coordinator failed: KafkaError{code=_TIMED_OUT}"]
+
+
+def test_a_broker_that_cannot_be_restarted_is_said_in_the_report() -> None:
+    from kaudit.probe.consume import runner
+
+    lab, run = RecordingLab(), _consume_run(failures=0)
+    faults = runner._Faults(run, lab)
+    lab.kill = lambda broker, signal_name: lab.calls.append((signal_name, broker))  # type: ignore[method-assign]
+
+    def start(broker: int) -> None:
+        raise RuntimeError(f"broker {broker} exited during start: port in use")
+
+    lab.start = start  # type: ignore[method-assign]
+    faults._inject()
+    assert [(e.kind, e.detail) for e in run.events] == [
+        ("fault", "kill-coordinator: broker 3 SIGKILLed"),
+        ("note", "heal broker 3 failed")]
+    assert run.notes == ["heal broker 3 failed: broker 3 exited during start: port in use"]
+    faults.heal()  # the run's own heal afterwards has nothing left to restart
+    assert len(run.events) == 2
