@@ -348,8 +348,8 @@ class _Faults:
             try:
                 broker = self._target(fault)
                 self.lab.kill(broker, "KILL")
-            except Exception as exc:  # said in the report: the run must not pass for one
-                # that had the fault (this thread's traceback would reach no one)
+            except Exception as exc:  # said in the report: a run without its fault must
+                # not look like one that had it (this thread's traceback reaches no one)
                 self.run.notes.append(f"fault {fault} failed: {exc}")
                 self.run.event("note", f"fault {fault} failed")
                 continue
