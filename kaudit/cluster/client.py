@@ -111,7 +111,9 @@ def client_config(
         # librdkafka logs to stderr by default; route it through logging so it
         # is silent unless -vv, and redacted like everything else.
         "logger": rdkafka_log,
-        "socket.connection.setup.timeout.ms": int(min(settings.timeout, 30) * 1000),
+        # librdkafka refuses less than 1 s here; a shorter --timeout is kept by our own
+        # deadlines around each wait.
+        "socket.connection.setup.timeout.ms": int(max(1.0, min(settings.timeout, 30)) * 1000),
     }
     conf.update(settings.properties)
     if collector is not None:
@@ -221,16 +223,20 @@ class AdminSession:
 
         deadline = time.monotonic() + self.settings.timeout
         while True:
-            attempt = max(0.5, min(3.0, deadline - time.monotonic()))
+            left = deadline - time.monotonic()
+            attempt = max(0.5, min(3.0, left))
             try:
+                # A second of grace lets librdkafka's own request timeout say why, but never
+                # past the deadline: an unreachable cluster is exit 3 within --timeout.
                 described = self.wait(self.admin.describe_cluster(request_timeout=attempt),
-                                      within=attempt + 1)
+                                      within=max(0.0, min(attempt + 1, left)))
                 break
             except ConnectionFailure:
-                if self.collector.fatal() or time.monotonic() >= deadline:
+                left = deadline - time.monotonic()
+                if self.collector.fatal() or left <= 0:
                     raise
                 with contextlib.suppress(KafkaException):
-                    self.admin.list_topics(timeout=attempt)
+                    self.admin.list_topics(timeout=min(attempt, left))
         controller = described.controller
         controller_id = controller.id if controller is not None and controller.id >= 0 else None
         brokers = tuple(sorted((Broker(id=n.id, host=n.host, port=n.port, rack=n.rack)

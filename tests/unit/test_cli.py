@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -60,15 +59,19 @@ def test_unknown_option_is_exit_2() -> None:
     assert "No such option" in result.stderr
 
 
+# How long these runs take depends on the machine's load (a CI run once took 13 s for a
+# 3 s budget, interpreter start-up included), so they guard only against a hang; that the
+# waits end at --timeout is proven on a fake clock in test_client_deadline.py.
+HANG = 120
+
+
 def test_unreachable_cluster_is_exit_3_within_timeout() -> None:
-    start = time.monotonic()
     # Port 1 on loopback: nothing listens there, the connection is refused.
-    result = run_kaudit("cluster", "-b", "127.0.0.1:1", "--timeout", "3")
-    elapsed = time.monotonic() - start
+    result = run_kaudit("cluster", "-b", "127.0.0.1:1", "--timeout", "3", timeout=HANG)
     assert result.code == 3
-    assert elapsed < 3 + 5  # the bound plus interpreter start-up
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kaudit: error: cannot reach Kafka")
+    assert len(lines) == 1
+    assert lines[0].startswith("kaudit: error: cannot reach Kafka at 127.0.0.1:1 within 3s: ")
     assert "Traceback" not in result.stderr
 
 
@@ -81,12 +84,21 @@ def test_blackholed_cluster_is_exit_3_within_timeout() -> None:
     server.listen(16)
     port = server.getsockname()[1]
     try:
-        start = time.monotonic()
-        result = run_kaudit("cluster", "-b", f"127.0.0.1:{port}", "--timeout", "2")
+        result = run_kaudit("cluster", "-b", f"127.0.0.1:{port}", "--timeout", "2",
+                            timeout=HANG)
         assert result.code == 3
-        assert time.monotonic() - start < 2 + 6
+        assert result.stderr.startswith(f"kaudit: error: cannot reach Kafka at 127.0.0.1:{port}"
+                                        " within 2s")
+        assert result.stderr.count("\n") == 1
     finally:
         server.close()
+
+
+def test_a_sub_second_timeout_is_kept_not_refused_by_librdkafka() -> None:
+    # librdkafka's connection-setup timeout cannot go below 1 s; kaudit's own deadline can.
+    result = run_kaudit("cluster", "-b", "127.0.0.1:1", "--timeout", "0.3", timeout=HANG)
+    assert result.code == 3
+    assert result.stderr.startswith("kaudit: error: cannot reach Kafka at 127.0.0.1:1 within 0.3s")
 
 
 def test_bad_properties_file_is_one_line_exit_2(tmp_path: Path) -> None:

@@ -1,0 +1,103 @@
+"""--timeout bounds the admin client's waits, proven on a clock the test moves itself.
+
+The CLI tests run kaudit against a refused and a silent port and only guard against a hang;
+how long those runs take depends on how loaded the machine is. Here the waits run on a fake
+clock, so the budget arithmetic is checked exactly and the same on any machine.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import TimeoutError as FutureTimeout
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+import kaudit.cluster.client as client_module
+from kaudit.cluster.client import AdminSession
+from kaudit.connect.settings import ConnectionSettings
+from kaudit.errors import ConnectionFailure
+
+SLICE = 0.25  # the longest single wait AdminSession.outcome makes before looking again
+POLL = 0.2  # AdminSession.unreachable serves pending callbacks this long before it explains
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class SilentFuture:
+    """An admin request nobody answers: every wait on it runs out."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+
+    def result(self, timeout: float) -> Any:
+        self.clock.now += timeout
+        raise FutureTimeout()
+
+
+class SilentAdmin:
+    """An AdminClient whose cluster never answers; records what it was asked."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.asked: list[tuple[str, float]] = []
+
+    def poll(self, timeout: float) -> int:
+        self.clock.now += timeout
+        return 0
+
+    def describe_cluster(self, request_timeout: float) -> SilentFuture:
+        self.asked.append(("describe_cluster", request_timeout))
+        return SilentFuture(self.clock)
+
+    def list_topics(self, timeout: float) -> Any:
+        self.asked.append(("list_topics", timeout))
+        self.clock.now += timeout
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+
+@pytest.fixture
+def silent(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeClock, SilentAdmin]:
+    clock = FakeClock()
+    # Only this module's clock: pytest's own timing stays real.
+    monkeypatch.setattr(client_module, "time", SimpleNamespace(monotonic=clock.monotonic))
+    return clock, SilentAdmin(clock)
+
+
+def session_on(admin: SilentAdmin, timeout: float) -> AdminSession:
+    session = AdminSession(ConnectionSettings("127.0.0.1:1", timeout=timeout))
+    session.admin = cast(Any, admin)
+    return session
+
+
+@pytest.mark.parametrize("timeout", [0.3, 1, 3, 7.5, 30])
+def test_an_unanswered_request_ends_at_its_bound(silent: tuple[FakeClock, SilentAdmin],
+                                                  timeout: float) -> None:
+    clock, admin = silent
+    session = session_on(admin, timeout)
+    with pytest.raises(ConnectionFailure, match=f"within {timeout:g}s"):
+        session.wait(SilentFuture(clock))
+    assert timeout <= clock.now <= timeout + SLICE + POLL
+
+
+@pytest.mark.parametrize("timeout", [0.3, 1, 3, 7.5, 30])
+def test_an_unreachable_cluster_is_given_up_within_the_timeout(
+        silent: tuple[FakeClock, SilentAdmin], timeout: float) -> None:
+    clock, admin = silent
+    session = session_on(admin, timeout)
+    with pytest.raises(ConnectionFailure, match=f"cannot reach Kafka at 127.0.0.1:1 within "
+                                                f"{timeout:g}s"):
+        session.describe_identity()
+    # Asked more than once when the budget allows it (a just-crashed controller is retried
+    # elsewhere), yet given up at the deadline, not a grace period after it.
+    assert timeout <= clock.now <= timeout + SLICE + POLL
+    if timeout > 3:
+        assert [name for name, _ in admin.asked].count("describe_cluster") >= 2
+    assert all(asked <= 3.0 for _, asked in admin.asked)
