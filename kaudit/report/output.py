@@ -119,17 +119,32 @@ def emit(text: str, output: str | None = None) -> None:
     if problem:
         raise InputError(f"-o {output}: {problem}")
     target = Path(output).expanduser()
-    if _is_device(target):
-        # A device, FIFO or socket (/dev/null, /dev/stderr, a named pipe): write
-        # straight into it. Renaming a file over it would replace the device.
-        with open(target, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        return
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    write_file(target, text.encode("utf-8"), f"-o {output}")
+
+
+def write_file(target: Path, data: bytes, shown: str) -> None:
+    """Write ``data`` to ``target``: beside it and renamed over it, so a failed or
+    interrupted write never leaves a half-written file. A device, FIFO or socket
+    (/dev/null, /dev/stderr, a named pipe) is written in place: a rename would replace it.
+    A replaced file keeps its mode; a new one gets the usual 0644 (mkstemp's is 0600).
+    Any OSError is one line (``shown: cannot write: ...``), exit 2."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        if _is_device(target):
+            with open(target, "wb") as fh:
+                fh.write(data)
+            return
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                   dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        # What the checks before the run could not foresee: a full disk, a read-only or
+        # pseudo file system (/proc), a quota. An old file is left as it was.
+        raise InputError(f"{shown}: cannot write: {exc.strerror or exc}") from None

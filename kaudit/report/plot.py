@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import io
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kaudit.errors import InputError
+from kaudit.report.output import write_file
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -116,7 +115,7 @@ def plot_timeline(record: Mapping[str, Any], path: str | Path) -> None:
     """
     target = Path(path).expanduser()
     _check_target(target, str(path))
-    _write(target, str(path), timeline_png(record))
+    write_file(target, timeline_png(record), f"--plot {path}")
 
 
 def timeline_png(record: Mapping[str, Any]) -> bytes:
@@ -440,26 +439,3 @@ def _check_target(target: Path, shown: str) -> None:
         raise InputError(f"--plot {shown}: is a directory")
     if not target.exists() and not target.parent.is_dir():
         raise InputError(f"--plot {shown}: directory {target.parent} does not exist")
-
-
-def _write(target: Path, shown: str, data: bytes) -> None:
-    try:
-        if target.exists() and not target.is_file():
-            # A device or FIFO: write into it; renaming over it would replace it.
-            with open(target, "wb") as fh:
-                fh.write(data)
-            return
-        # mkstemp makes the file 0600; keep a replaced file's mode, else the usual 0644.
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                   dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise InputError(f"--plot {shown}: cannot write: {exc.strerror or exc}") from None

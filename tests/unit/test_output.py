@@ -11,7 +11,7 @@ import pytest
 
 from kaudit.connect.redact import register_secret
 from kaudit.errors import InputError
-from kaudit.report.output import emit
+from kaudit.report.output import emit, write_file
 
 
 def test_regular_file_is_written_whole_and_redacted(tmp_path: Path) -> None:
@@ -53,3 +53,21 @@ def test_secret_with_json_special_characters_is_masked_in_json(tmp_path: Path) -
     emit(to_json({"message": 'auth with pa"ss\\word failed'}), str(target))
     text = target.read_text()
     assert "ss\\\\word" not in text and 'pa\\"ss' not in text and "*****" in text
+
+
+def test_a_new_report_is_0644_and_a_replaced_one_keeps_its_mode(tmp_path: Path) -> None:
+    new = tmp_path / "new.json"
+    emit("{}\n", str(new))
+    assert stat.S_IMODE(new.stat().st_mode) == 0o644  # not mkstemp's 0600
+    kept = tmp_path / "kept.json"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    emit("{}\n", str(kept))
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_text() == "{}\n"
+
+
+def test_a_write_the_checks_could_not_foresee_is_one_input_error(tmp_path: Path) -> None:
+    # /proc takes no new file, as a full disk or a read-only mount would refuse the write
+    # itself after every check before it passed.
+    with pytest.raises(InputError, match=r"^-o /proc/kaudit-report: cannot write: "):
+        write_file(Path("/proc/kaudit-report"), b"{}\n", "-o /proc/kaudit-report")
