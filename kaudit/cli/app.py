@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from kaudit import __version__
 from kaudit.cli import check, cluster, demo, lab, probe, reconcile, snapshot
-from kaudit.cli.clicompat import ClickException
+from kaudit.cli.clicompat import BadParameter, ClickException, Command, FloatParamType, Group
 from kaudit.connect.redact import redact
 from kaudit.errors import ExitCode, KauditError
 
@@ -85,11 +86,35 @@ def error_line(exc: KauditError) -> str:
     return f"kaudit: error: {redact(str(exc))}"
 
 
+def finite_floats(command: Command) -> Command:
+    """Make every float option of ``command`` and its subcommands refuse nan and inf.
+
+    click's float ranges let them through (every comparison with NaN is false), and a
+    NaN rate or timeout would reach the reports as invalid JSON or crash a conversion.
+    """
+    for param in command.params:
+        if isinstance(param.type, FloatParamType):
+            convert = param.type.convert
+
+            def finite(value: Any, param: Any, ctx: Any, convert: Any = convert) -> Any:
+                number = convert(value, param, ctx)
+                if not math.isfinite(number):
+                    raise BadParameter(f"{value!r} is not a finite number.", ctx, param)
+                return number
+
+            setattr(param.type, "convert", finite)  # noqa: B010 (mypy: a method on an instance)
+    if isinstance(command, Group):
+        for sub in command.commands.values():
+            finite_floats(sub)
+    return command
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app and map every outcome to an exit code."""
     configure_logging(0)
     try:
-        result = app(args=argv, prog_name="kaudit", standalone_mode=False)
+        command = finite_floats(typer.main.get_command(app))
+        result = command.main(args=argv, prog_name="kaudit", standalone_mode=False)
         code = result if isinstance(result, int) else ExitCode.OK
     except KauditError as exc:
         print(error_line(exc), file=sys.stderr)

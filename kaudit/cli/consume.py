@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from enum import StrEnum
 from typing import Annotated
@@ -50,7 +51,7 @@ def parse_every(text: str, option: str) -> float:
         value = float(raw) * scale
     except ValueError:
         raise InputError(f"{option} {text!r}: expected a duration such as 5s or 500ms") from None
-    if value <= 0:
+    if not 0 < value < math.inf:  # float() also reads nan and inf
         raise InputError(f"{option} {text!r}: must be more than 0")
     return value
 

@@ -81,7 +81,7 @@ Timeout = Annotated[
         "--timeout",
         metavar="SECONDS",
         rich_help_panel=CONNECTION,
-        help="Upper bound for every network wait [default: 10].",
+        help="Upper bound for every network wait, at most 86400 (a day) [default: 10].",
     ),
 ]
 
@@ -120,6 +120,17 @@ def _writable_output(value: str | None) -> str | None:
     """Refuse an -o the report could never be written to before the work starts: a probe
     or a reconcile runs for minutes, and its report would be lost at the end."""
     problem = output_problem(value) if value is not None else None
+    if problem:
+        raise typer.BadParameter(problem)
+    return value
+
+
+def topic_name(value: str | None) -> str | None:
+    """Refuse a --topic Kafka would refuse, with the reason (the broker only says "Invalid
+    topic")."""
+    from kaudit.cluster.model import topic_name_problem
+
+    problem = topic_name_problem(value) if value is not None else None
     if problem:
         raise typer.BadParameter(problem)
     return value

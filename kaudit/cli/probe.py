@@ -48,7 +48,7 @@ app = typer.Typer(rich_markup_mode=None)
 def probe(
     ctx: typer.Context,
     topic: Annotated[str | None, typer.Option(
-        metavar="NAME", rich_help_panel=TOPIC,
+        metavar="NAME", rich_help_panel=TOPIC, callback=options.topic_name,
         help="Topic to probe [default: a new kaudit-probe-<run id>, deleted afterwards].")
     ] = None,
     existing: Annotated[bool, typer.Option(

@@ -44,7 +44,8 @@ class Precision(StrEnum):
 
 @options.with_connection
 def reconcile(
-    topic: Annotated[str, typer.Option(metavar="NAME", help="Topic to read.")],
+    topic: Annotated[str, typer.Option(metavar="NAME", callback=options.topic_name,
+                                       help="Topic to read.")],
     sink: Annotated[str, typer.Option(
         metavar="URI", rich_help_panel=SINK,
         help="jdbc:postgresql://HOST:PORT/DB?table=T, parquet:PATH, csv:PATH, json:PATH, "

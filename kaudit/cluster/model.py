@@ -16,6 +16,26 @@ from typing import Any
 
 SNAPSHOT_SCHEMA = "kaudit.snapshot/v1"
 
+TOPIC_NAME_MAX = 249
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Why Kafka would refuse ``name`` as a topic name (its own rules), or None.
+
+    Asked before any request: a broker answers an invalid name with INVALID_TOPIC_EXCEPTION,
+    which says neither which name nor why.
+    """
+    if name in ("", ".", ".."):
+        return f"{name!r} cannot be a topic name"
+    if len(name) > TOPIC_NAME_MAX:
+        return f"a topic name has at most {TOPIC_NAME_MAX} characters, this one {len(name)}"
+    if not _TOPIC_NAME.fullmatch(name):
+        bad = "".join(sorted({ch for ch in name if not _TOPIC_NAME.fullmatch(ch)}))
+        return (f"{name!r} has characters Kafka does not allow in a topic name ({bad!r}); "
+                "it allows letters, digits, '.', '_' and '-'")
+    return None
+
 
 class ConfigSource(StrEnum):
     """Where an effective configuration value came from (Kafka's ConfigSource names)."""

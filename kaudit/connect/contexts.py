@@ -23,6 +23,10 @@ from typing import Any
 
 from kaudit.errors import FileInputError, InputError
 
+MAX_TIMEOUT = 86400.0
+"""The longest --timeout, one day: librdkafka counts its waits in int milliseconds, and a
+far larger one wraps around into an immediate timeout."""
+
 CONTEXT_KEYS = ("bootstrap-server", "command-config", "properties", "timeout")
 
 
@@ -120,9 +124,12 @@ def load_context(name: str | None) -> Context | None:
         raise FileInputError(str(path), _line(ctx_node), "properties must be a mapping")
     timeout = body.get("timeout")
     if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        isinstance(timeout, bool) or not isinstance(timeout, int | float)
+        or not 0 < timeout <= MAX_TIMEOUT  # a YAML .nan fails this too
     ):
-        raise FileInputError(str(path), _line(ctx_node), "timeout must be a positive number")
+        raise FileInputError(str(path), _line(ctx_node),
+                             f"timeout must be a number of seconds above 0 and at most "
+                             f"{MAX_TIMEOUT:g}")
     return Context(
         name=wanted,
         bootstrap_server=body.get("bootstrap-server"),

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kaudit.connect.contexts import load_context
+from kaudit.connect.contexts import MAX_TIMEOUT, load_context
 from kaudit.connect.properties import (
     expand_references,
     has_reference,
@@ -148,8 +148,9 @@ def resolve_connection(
     _check_sasl(merged)
     if timeout is None:
         timeout = ctx.timeout if ctx and ctx.timeout else DEFAULT_TIMEOUT
-    if timeout <= 0:
-        raise InputError("--timeout must be greater than 0")
+    if not 0 < timeout <= MAX_TIMEOUT:
+        raise InputError(f"--timeout must be greater than 0 and at most {MAX_TIMEOUT:g} "
+                         "seconds (one day)")
     return ConnectionSettings(
         bootstrap_servers=validate_bootstrap(value, origin),
         properties=merged,

@@ -101,6 +101,38 @@ def test_a_sub_second_timeout_is_kept_not_refused_by_librdkafka() -> None:
     assert result.stderr.startswith("kaudit: error: cannot reach Kafka at 127.0.0.1:1 within 0.3s")
 
 
+@pytest.mark.parametrize("args", [
+    ("probe", "--rate", "nan"),
+    ("cluster", "--timeout", "inf"),
+    ("probe", "consume", "--process-ms", "inf"),
+    ("reconcile", "--topic", "t", "--sink", "parquet:/tmp", "--tolerance", "NaN"),
+], ids=lambda a: "-".join(a[:2]))
+def test_nan_and_infinity_are_refused_by_every_float_option(args: tuple[str, ...]) -> None:
+    # click's float ranges let nan through (every comparison with it is false): a probe
+    # ran with it and wrote "rate": NaN, which is not JSON.
+    result = run_kaudit(*args, "-b", "127.0.0.1:1")
+    assert result.code == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith("is not a finite number.")
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("every", ["nan", "inf", "infs"])
+def test_a_non_finite_duration_is_refused(every: str) -> None:
+    result = run_kaudit("probe", "consume", "--crash-worker", every, "-b", "127.0.0.1:1")
+    assert result.code == 2
+    assert result.stderr == f"kaudit: error: --crash-worker {every!r}: must be more than 0\n"
+
+
+@pytest.mark.parametrize("args", [("probe", "--existing"), ("reconcile", "--sink", "parquet:/tmp")])
+def test_a_topic_name_kafka_refuses_is_exit_2_before_any_request(args: tuple[str, ...]) -> None:
+    # The broker would only say "Invalid topic" (and kaudit reported that as unreachable).
+    result = run_kaudit(*args, "--topic", "orders v2", "-b", "127.0.0.1:1")
+    assert result.code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "Error: Invalid value for '--topic': 'orders v2' has characters Kafka does not allow "
+        "in a topic name (' '); it allows letters, digits, '.', '_' and '-'")
+
+
 def test_bad_properties_file_is_one_line_exit_2(tmp_path: Path) -> None:
     props = tmp_path / "client.properties"
     props.write_text("security.protocol=SSL\nssl.truststore.location=/x/trust.jks\n"

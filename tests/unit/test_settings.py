@@ -123,6 +123,21 @@ def test_unknown_context_and_bad_context_file(isolated_config: Path) -> None:
         resolve_connection(context="lab")
 
 
-def test_timeout_must_be_positive(isolated_config: Path) -> None:
-    with pytest.raises(InputError, match="--timeout"):
-        resolve_connection(bootstrap_server="h:1", timeout=0)
+@pytest.mark.parametrize("timeout", [0, -1, 86400.5, 1e9])
+def test_timeout_must_be_positive_and_at_most_a_day(isolated_config: Path,
+                                                    timeout: float) -> None:
+    # A larger one would wrap around librdkafka's int milliseconds into an instant timeout.
+    with pytest.raises(InputError, match="--timeout must be greater than 0 and at most 86400"):
+        resolve_connection(bootstrap_server="h:1", timeout=timeout)
+    assert resolve_connection(bootstrap_server="h:1", timeout=86400).timeout == 86400
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "0", "-3", "86401", "'10'", "true"])
+def test_a_context_timeout_must_be_seconds_up_to_a_day(isolated_config: Path,
+                                                       value: str) -> None:
+    isolated_config.write_text(f"contexts:\n  lab:\n    bootstrap-server: h:1\n"
+                               f"    timeout: {value}\n")
+    with pytest.raises(FileInputError, match="timeout must be a number of seconds above 0 "
+                                             "and at most 86400") as err:
+        resolve_connection(context="lab")
+    assert err.value.line == 3
