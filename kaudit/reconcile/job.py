@@ -357,6 +357,10 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     started = time.monotonic()
     quiet_pyspark_errors()
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
+    for jar in request.jars or []:
+        # A local path that is missing would surface minutes later as a missing class.
+        if "://" not in jar and not Path(jar.removeprefix("file:")).expanduser().is_file():
+            raise InputError(f"--jars {jar}: no such file")
     ranges = pin_offsets(conn, request.topic, request.start, request.end,
                          request.read_committed)
     # A session this process already runs on the same master is used and left running.

@@ -20,7 +20,7 @@ from typing import Any
 from kaudit.cluster.client import AdminSession, java_client_options
 from kaudit.cluster.topics import topic_partitions
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.errors import InputError
+from kaudit.errors import InputError, RuntimeUnavailable
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,10 @@ def _parse_timestamp(text: str) -> int | None:
 def pin_offsets(conn: ConnectionSettings, topic: str, start_spec: str, end_spec: str,
                 read_committed: bool) -> list[OffsetRange]:
     """Resolve --from/--to into a fixed [start, end) per partition."""
+    times = _parse_timestamp(start_spec), _parse_timestamp(end_spec)
+    if times[0] is not None and times[1] is not None and times[0] > times[1]:
+        # Both would resolve to the same offsets and the range be silently empty.
+        raise InputError(f"--from {start_spec!r} is later than --to {end_spec!r}")
     session = AdminSession(conn)
     partitions = topic_partitions(session, topic)
     if partitions is None:
@@ -141,6 +145,13 @@ def read_topic(spark: Any, conn: ConnectionSettings, topic: str, ranges: list[Of
                                         if name.strip().lower() != "kafka"))
     try:
         frame = reader.load()
+    except Exception as exc:
+        if "Failed to find data source: kafka" not in str(exc):
+            raise
+        raise RuntimeUnavailable(
+            "Spark has no Kafka source: the jars given with --jars must include "
+            "spark-sql-kafka-0-10 and its dependencies (without --jars kaudit resolves them "
+            "with mvn)") from None
     finally:
         spark.conf.set(v1_sources, saved)
     return frame.select(F.col("partition").cast("int").alias("partition"),

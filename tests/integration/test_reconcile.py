@@ -208,6 +208,24 @@ def test_bad_input_is_exit_2_before_spark_starts(lab: Lab, topic: dict[str, Any]
         assert message in result.stderr and "Traceback" not in result.stderr
 
 
+def test_jars_without_the_kafka_source_are_exit_3_with_what_to_give(
+        lab: Lab, topic: dict[str, Any], tmp_path: Path) -> None:
+    # A jar that exists but is not the connector: Spark starts and has no "kafka" source.
+    import pyspark
+
+    some_jar = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))[0]
+    sink = tmp_path / "s.jsonl"
+    sink.write_text(json.dumps({"id": 1, "status": "new"}) + "\n")
+    # Its own process: the suite's running Spark session already has the connector.
+    result = run_kaudit("reconcile", "-b", lab.bootstrap, "--topic", topic["name"], "--sink",
+                        f"json:{sink}", "--key", "id", "--jars", str(some_jar), timeout=600)
+    code, stderr = result.code, result.stderr
+    assert code == 3, stderr
+    assert stderr.startswith("kaudit: error: Spark has no Kafka source: the jars given with "
+                             "--jars must include spark-sql-kafka-0-10")
+    assert stderr.count("\n") == 1
+
+
 def test_unknown_column_is_exit_2(lab: Lab, topic: dict[str, Any], tmp_path: Path) -> None:
     sink = tmp_path / "s.jsonl"
     sink.write_text(json.dumps({"id": 1, "status": "new"}) + "\n")

@@ -133,6 +133,22 @@ def test_a_topic_name_kafka_refuses_is_exit_2_before_any_request(args: tuple[str
         "in a topic name (' '); it allows letters, digits, '.', '_' and '-'")
 
 
+@pytest.mark.parametrize("extra,message", [
+    (("--jars", "/nonexistent/spark-sql-kafka.jar"),
+     "kaudit: error: --jars /nonexistent/spark-sql-kafka.jar: no such file\n"),
+    (("--from", "2026-11-02T00:00:00Z", "--to", "2026-11-01T00:00:00Z"),
+     "kaudit: error: --from '2026-11-02T00:00:00Z' is later than --to "
+     "'2026-11-01T00:00:00Z'\n"),
+], ids=["jars", "from-to"])
+def test_reconcile_input_errors_come_before_any_connection(tmp_path: Path,
+                                                           extra: tuple[str, ...],
+                                                           message: str) -> None:
+    # Nothing listens on port 1: these are found before Kafka or Spark is asked anything.
+    result = run_kaudit("reconcile", "-b", "127.0.0.1:1", "--topic", "orders", "--sink",
+                        f"json:{tmp_path}", *extra)
+    assert (result.code, result.stderr) == (2, message)
+
+
 def test_bad_properties_file_is_one_line_exit_2(tmp_path: Path) -> None:
     props = tmp_path / "client.properties"
     props.write_text("security.protocol=SSL\nssl.truststore.location=/x/trust.jks\n"
