@@ -57,6 +57,17 @@ class FileInputError(InputError):
         self.line = line
 
 
+def unreadable(path: object, exc: OSError | UnicodeDecodeError, encoding: str = "UTF-8"
+               ) -> InputError:
+    """The one line for a file that could not be read: what the system said, or where the
+    text stops being ``encoding`` (a binary or wrongly encoded file)."""
+    if isinstance(exc, UnicodeDecodeError):
+        line = exc.object[:exc.start].count(b"\n") + 1
+        return FileInputError(str(path), line, f"not {encoding} text (byte "
+                                               f"0x{exc.object[exc.start]:02x})")
+    return InputError(f"{path}: cannot read: {exc.strerror or exc.__class__.__name__}")
+
+
 class ConnectionFailure(KauditError):
     """The cluster (or sink) cannot be reached or refuses our credentials. Exit 3."""
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from kaudit.errors import FileInputError, InputError
+from kaudit.errors import FileInputError, InputError, unreadable
 
 _TAG = "tag:yaml.org,2002:"
 _KIND_NAMES = {
@@ -78,7 +78,7 @@ def read_text(path: str | Path) -> str:
     except IsADirectoryError:
         raise InputError(f"{p}: is a directory, expected a file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc.__class__.__name__}") from None
+        raise unreadable(p, exc) from None
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from kaudit.cluster.model import Broker
 from kaudit.connect.redact import register_secret
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.errors import ConnectionFailure, InputError
+from kaudit.errors import ConnectionFailure, InputError, unreadable
 
 rdkafka_log = logging.getLogger("kaudit.librdkafka")
 
@@ -415,4 +415,4 @@ def _read_pem(path: str) -> str:
     try:
         return Path(path).expanduser().read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc.__class__.__name__}") from None
+        raise unreadable(path, exc, "ASCII (PEM)") from None

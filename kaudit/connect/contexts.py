@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kaudit.errors import FileInputError, InputError
+from kaudit.errors import FileInputError, InputError, unreadable
 
 MAX_TIMEOUT = 86400.0
 """The longest --timeout, one day: librdkafka counts its waits in int milliseconds, and a
@@ -77,8 +77,8 @@ def load_context(name: str | None) -> Context | None:
             mark.line + 1 if mark else None,
             f"invalid YAML: {getattr(exc, 'problem', exc)}",
         ) from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.__class__.__name__}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(path, exc) from None
     if root is None:
         if name:
             raise InputError(f"{path}: no contexts defined (wanted {name!r})")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kaudit.connect.redact import is_secret_key, register_secret
-from kaudit.errors import FileInputError, InputError
+from kaudit.errors import FileInputError, InputError, unreadable
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def read_properties(path: str | Path) -> PropertiesFile:
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc.__class__.__name__}") from None
+        raise unreadable(p, exc) from None
     return parse_properties(text, str(p))
 
 

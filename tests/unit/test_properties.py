@@ -159,3 +159,12 @@ def expand_references_in(tmp_path: Path) -> None:
     cfg = tmp_path / "c.properties"
     cfg.write_text(f"sasl.password=${{file:{vault}:missing}}\n")
     read_properties(cfg)
+
+
+def test_a_file_that_is_not_utf8_is_one_error_with_its_line(tmp_path: Path) -> None:
+    # Latin-1 is what a Windows editor may save; it was "cannot read: UnicodeDecodeError".
+    props = tmp_path / "client.properties"
+    props.write_bytes(b"bootstrap.servers=h:1\nsasl.username=j\xf6rg\n")
+    with pytest.raises(FileInputError, match=r"client\.properties:2: not UTF-8 text "
+                                             r"\(byte 0xf6\)$"):
+        read_properties(props)

@@ -141,3 +141,11 @@ def test_a_context_timeout_must_be_seconds_up_to_a_day(isolated_config: Path,
                                              "and at most 86400") as err:
         resolve_connection(context="lab")
     assert err.value.line == 3
+
+
+def test_a_context_file_that_is_not_utf8_is_one_error_with_its_line(
+        isolated_config: Path) -> None:
+    # It was an internal error (exit 70): only OSError was caught around the read.
+    isolated_config.write_bytes(b"contexts:\n  lab:\n    bootstrap-server: h:1 \xff\n")
+    with pytest.raises(FileInputError, match=r":3: not UTF-8 text \(byte 0xff\)$"):
+        resolve_connection(context="lab")
