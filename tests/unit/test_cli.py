@@ -149,6 +149,14 @@ def test_reconcile_input_errors_come_before_any_connection(tmp_path: Path,
     assert (result.code, result.stderr) == (2, message)
 
 
+def test_a_matrix_without_its_lab_is_exit_2_before_its_first_cell(tmp_path: Path) -> None:
+    result = run_kaudit("probe", "matrix", "-b", "127.0.0.1:1", "--lab-state-dir",
+                        str(tmp_path / "none"))
+    assert result.code == 2
+    assert result.stderr == (f"kaudit: error: no lab in {tmp_path / 'none'} "
+                             "(start one with `kaudit lab up`)\n")
+
+
 def test_bad_properties_file_is_one_line_exit_2(tmp_path: Path) -> None:
     props = tmp_path / "client.properties"
     props.write_text("security.protocol=SSL\nssl.truststore.location=/x/trust.jks\n"
