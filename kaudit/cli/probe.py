@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from kaudit.cli import options
+from kaudit.cli.clicompat import ParameterSource
 from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
@@ -59,7 +60,7 @@ def probe(
     replication_factor: Annotated[int, typer.Option(
         min=1, rich_help_panel=TOPIC, help="Replication factor of the probe topic.")] = 3,
     min_insync_replicas: Annotated[int | None, typer.Option(
-        min=1, rich_help_panel=TOPIC,
+        min=0, rich_help_panel=TOPIC,
         help="min.insync.replicas of the probe topic [default: 2; the broker's when 0].")
     ] = 2,
     unclean_leader_election: Annotated[bool | None, typer.Option(
@@ -143,6 +144,16 @@ def probe(
 
     if existing and not topic:
         raise InputError("--existing needs --topic NAME")
+    if not transactional:
+        given = [f"--{name.replace('_', '-')}" for name in ("txn_size", "abort_ratio")
+                 if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+        if given:  # else silently a run without the transactions they describe
+            raise InputError(f"{' and '.join(given)} "
+                             f"{'need' if len(given) > 1 else 'needs'} --transactional")
+    if not existing and (min_insync_replicas or 0) > replication_factor:
+        # Kafka 4 caps it at the replica count, Kafka 3 refuses every acks=all write.
+        raise InputError(f"--min-insync-replicas {min_insync_replicas} is more than "
+                         f"--replication-factor {replication_factor}")
     if count is not None and duration is not None:
         raise InputError("give --count or --duration, not both")
     faults = tuple(parse_fault(f) for f in fault or [])

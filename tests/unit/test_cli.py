@@ -157,6 +157,27 @@ def test_a_matrix_without_its_lab_is_exit_2_before_its_first_cell(tmp_path: Path
                              "(start one with `kaudit lab up`)\n")
 
 
+@pytest.mark.parametrize("args,message", [
+    (("--txn-size", "5"), "--txn-size needs --transactional"),
+    (("--abort-ratio", "0.2", "--txn-size", "3"),
+     "--txn-size and --abort-ratio need --transactional"),
+    (("--min-insync-replicas", "4"), "--min-insync-replicas 4 is more than "
+                                     "--replication-factor 3"),
+], ids=["txn-size", "abort-ratio", "min-isr"])
+def test_probe_settings_that_would_not_do_what_they_say_are_exit_2(
+        args: tuple[str, ...], message: str) -> None:
+    # Before: a run without the transactions asked about, or a topic whose min.insync.replicas
+    # Kafka 4 silently caps at the replica count; each passed as if it had been probed.
+    result = run_kaudit("probe", "-b", "127.0.0.1:1", *args)
+    assert (result.code, result.stderr) == (2, f"kaudit: error: {message}\n")
+
+
+def test_probe_min_insync_replicas_0_means_the_brokers_as_its_help_says() -> None:
+    result = run_kaudit("probe", "-b", "127.0.0.1:1", "--timeout", "1",
+                        "--min-insync-replicas", "0", timeout=HANG)
+    assert result.code == 3 and "cannot reach Kafka" in result.stderr  # past the options
+
+
 def test_bad_properties_file_is_one_line_exit_2(tmp_path: Path) -> None:
     props = tmp_path / "client.properties"
     props.write_text("security.protocol=SSL\nssl.truststore.location=/x/trust.jks\n"

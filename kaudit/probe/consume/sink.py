@@ -83,6 +83,18 @@ def parse_sink(uri: str, run_id: str) -> SinkTarget:
                      "postgresql://USER@HOST:PORT/DB")
 
 
+def _open_sqlite(path: str) -> sqlite3.Connection:
+    """The SQLite sink; a path it cannot be (no such directory, not a database) is exit 2."""
+    try:
+        # The long timeout lets workers queue for the one write lock, not fail.
+        db = sqlite3.connect(path, timeout=60, isolation_level=None)
+        db.execute("PRAGMA schema_version").fetchall()  # reads the file: is it a database?
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"--sink sqlite:{path}: cannot open it as a SQLite database: "
+                         f"{exc}") from None
+    return db
+
+
 class SinkDatabase:
     """One connection to the sink, in autocommit mode: kaudit says BEGIN and COMMIT."""
 
@@ -92,8 +104,7 @@ class SinkDatabase:
         if self._pg:
             self._db: Any = _connect_postgres(target)
         else:
-            # The long timeout lets workers queue for the one write lock, not fail.
-            self._db = sqlite3.connect(target.location, timeout=60, isolation_level=None)
+            self._db = _open_sqlite(target.location)
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement (``?`` placeholders); its rows, if it returns any."""

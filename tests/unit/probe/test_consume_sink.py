@@ -99,6 +99,19 @@ def test_a_sink_that_is_not_sqlite_or_postgresql_is_an_input_error(uri: str) -> 
         parse_sink(uri, "r")
 
 
+@pytest.mark.parametrize("where,why", [("missing-dir/results.db", "unable to open database file"),
+                                       (".", "unable to open database file"),
+                                       ("notes.txt", "file is not a database")])
+def test_a_sqlite_sink_that_cannot_be_a_database_is_an_input_error(tmp_path: Path, where: str,
+                                                                   why: str) -> None:
+    # It was an internal error (sqlite3.OperationalError) before the run began.
+    (tmp_path / "notes.txt").write_text("not a database, but long enough to have a header\n" * 4)
+    path = tmp_path / where
+    with pytest.raises(InputError, match=f"^--sink sqlite:{path}: cannot open it as a SQLite "
+                                         f"database: {why}$"):
+        create_sink(parse_sink(f"sqlite:{path}", "r"), {0: 0})
+
+
 def test_an_unreachable_postgresql_is_a_connection_failure_without_the_password() -> None:
     import socket
 
