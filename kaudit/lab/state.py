@@ -175,8 +175,13 @@ def node_state(node: LabNode) -> NodeState:
 @contextmanager
 def locked(state_dir: Path) -> Iterator[None]:
     """Hold the lab's lock so two kaudit commands do not start or stop it at once."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    with open(state_dir / ".lock", "w") as fh:
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fh = open(state_dir / ".lock", "w")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:  # a file there, a read-only or pseudo file system
+        raise LabStateError(f"--state-dir {state_dir}: cannot use it as the lab's "
+                            f"directory: {exc.strerror or exc}") from None
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

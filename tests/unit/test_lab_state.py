@@ -16,7 +16,7 @@ from kaudit.errors import InputError, LabStateError
 from kaudit.lab.layout import EPHEMERAL_RANGE, LOWEST_LAB_PORT, free_ports
 from kaudit.lab.manager import lab_kill, lab_start
 from kaudit.lab.process import launch, log_tail
-from kaudit.lab.state import LabNode, LabState, NodeState, node_state
+from kaudit.lab.state import LabNode, LabState, NodeState, locked, node_state
 
 
 def _node(tmp_path: Path) -> LabNode:
@@ -140,3 +140,14 @@ def test_a_log_without_start_marks_is_read_whole(tmp_path: Path) -> None:
     log.write_text("INFO formatting\nERROR bad cluster id\nINFO done\n")
     assert log_tail(log) == "ERROR bad cluster id"
     assert log_tail(tmp_path / "absent.log") == "(no log)"
+
+
+@pytest.mark.parametrize("where,why", [("a-file", "File exists"),
+                                       ("a-file/lab", "Not a directory")])
+def test_a_state_dir_that_cannot_be_a_directory_is_an_input_error(tmp_path: Path, where: str,
+                                                                  why: str) -> None:
+    # It was an internal error (FileExistsError) from `kaudit lab up --state-dir FILE`.
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(LabStateError, match=f"cannot use it as the lab's directory: {why}$"), \
+            locked(tmp_path / where):
+        pass
