@@ -164,6 +164,11 @@ def load_snapshot_file(path: str) -> ClusterSnapshot:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FileInputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+    if not isinstance(raw, dict):
+        kind = {list: "an array", str: "a string", bool: "true or false",
+                type(None): "null"}.get(type(raw), "a number")
+        raise FileInputError(path, None, f"not a kaudit snapshot: the document is {kind}, "
+                             "not an object with \"schema\": \"kaudit.snapshot/v1\"")
     try:
         return snapshot_from_dict(raw, origin=f"snapshot:{path}")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kaudit.cluster.manifests import load_manifests
+from kaudit.cluster.manifests import load_manifests, load_snapshot_file
 from kaudit.cluster.model import ConfigSource
 from kaudit.errors import FileInputError, InputError
 from tests.conftest import run_kaudit
@@ -96,6 +96,18 @@ def test_snapshot_file_is_checked_offline_and_bad_ones_rejected(tmp_path: Path) 
     assert bad.code == 2 and "not a kaudit snapshot" in bad.stderr
     snap.write_text("{\n  nope")
     assert f"{snap}:2:" in run_kaudit("check", "--snapshot", str(snap)).stderr
+
+
+@pytest.mark.parametrize("document,kind", [("[]", "an array"), ('"x"', "a string"),
+                                           ("null", "null"), ("3", "a number")])
+def test_a_snapshot_that_is_not_an_object_says_what_it_is(tmp_path: Path, document: str,
+                                                          kind: str) -> None:
+    # It said "'list' object has no attribute 'get'".
+    snap = tmp_path / "snap.json"
+    snap.write_text(document)
+    with pytest.raises(FileInputError, match=f"not a kaudit snapshot: the document is {kind}, "
+                                             "not an object"):
+        load_snapshot_file(str(snap))
 
 
 def test_pre_commit_hook_entry_runs_as_pre_commit_would(tmp_path: Path) -> None:
