@@ -107,7 +107,12 @@ def error_line(exc: BaseException, limit: int = 300) -> str:
     """The first non-empty line of a Spark or Py4J error, for a one-line message: their
     text often starts with a blank line and goes on with the query and a Java trace."""
     text = str(exc)
-    return next((ln.strip() for ln in text.splitlines() if ln.strip()), text)[:limit]
+    lines = [ln.strip().removeprefix(": ") for ln in text.splitlines() if ln.strip()]
+    # Py4J's own first line ("An error occurred while calling o59.load.") says nothing; the
+    # Java exception after it says why.
+    if len(lines) > 1 and lines[0].startswith("An error occurred while calling "):
+        lines = lines[1:]
+    return (lines[0] if lines else text)[:limit]
 
 
 def running_session(master: str) -> Any | None:
