@@ -61,7 +61,8 @@ def probe(
         min=1, rich_help_panel=TOPIC, help="Replication factor of the probe topic.")] = 3,
     min_insync_replicas: Annotated[int | None, typer.Option(
         min=0, rich_help_panel=TOPIC,
-        help="min.insync.replicas of the probe topic [default: 2; the broker's when 0].")
+        help="min.insync.replicas of the probe topic [default: 2, or the replication factor "
+        "if lower; the broker's when 0].")
     ] = 2,
     unclean_leader_election: Annotated[bool | None, typer.Option(
         "--unclean-leader-election/--no-unclean-leader-election", rich_help_panel=TOPIC,
@@ -150,7 +151,9 @@ def probe(
         if given:  # else silently a run without the transactions they describe
             raise InputError(f"{' and '.join(given)} "
                              f"{'need' if len(given) > 1 else 'needs'} --transactional")
-    if not existing and (min_insync_replicas or 0) > replication_factor:
+    if ctx.get_parameter_source("min_insync_replicas") in (None, ParameterSource.DEFAULT):
+        min_insync_replicas = min(min_insync_replicas or 2, replication_factor)
+    elif not existing and (min_insync_replicas or 0) > replication_factor:
         # Kafka 4 caps it at the replica count, Kafka 3 refuses every acks=all write.
         raise InputError(f"--min-insync-replicas {min_insync_replicas} is more than "
                          f"--replication-factor {replication_factor}")

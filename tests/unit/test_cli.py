@@ -172,10 +172,13 @@ def test_probe_settings_that_would_not_do_what_they_say_are_exit_2(
     assert (result.code, result.stderr) == (2, f"kaudit: error: {message}\n")
 
 
-def test_probe_min_insync_replicas_0_means_the_brokers_as_its_help_says() -> None:
-    result = run_kaudit("probe", "-b", "127.0.0.1:1", "--timeout", "1",
-                        "--min-insync-replicas", "0", timeout=HANG)
-    assert result.code == 3 and "cannot reach Kafka" in result.stderr  # past the options
+@pytest.mark.parametrize("args", [("--min-insync-replicas", "0"),
+                                  ("--replication-factor", "1")])
+def test_probe_topic_settings_the_help_promises_get_past_the_options(
+        args: tuple[str, ...]) -> None:
+    # 0 is the broker's min.insync.replicas; the default 2 follows a lower replication factor.
+    result = run_kaudit("probe", "-b", "127.0.0.1:1", "--timeout", "1", *args, timeout=HANG)
+    assert result.code == 3 and "cannot reach Kafka" in result.stderr
 
 
 def test_bad_properties_file_is_one_line_exit_2(tmp_path: Path) -> None:
