@@ -102,7 +102,7 @@ def finite_floats(command: Command) -> Command:
                     raise BadParameter(f"{value!r} is not a finite number.", ctx, param)
                 return number
 
-            setattr(param.type, "convert", finite)  # noqa: B010 (mypy: a method on an instance)
+            setattr(param.type, "convert", finite)  # noqa: B010 - mypy refuses a method assigned
     if isinstance(command, Group):
         for sub in command.commands.values():
             finite_floats(sub)
