@@ -28,11 +28,12 @@ from kaudit.lab.process import (
     await_state,
     launch,
     log_tail,
+    nodes_running_from,
     raise_if_node_died,
     stop_nodes,
 )
 from kaudit.lab.runtime import KafkaRuntime
-from kaudit.lab.state import LabNode, LabState, NodeState, locked, node_state
+from kaudit.lab.state import STATE_FILE, LabNode, LabState, NodeState, locked, node_state
 
 log = logging.getLogger("kaudit.lab")
 
@@ -174,12 +175,13 @@ def lab_down(state_dir: Path, *, purge: bool, say: Say = _quiet) -> LabState | N
         try:
             state = LabState.load(state_dir)
         except LabStateError:
-            if (
-                purge
-                and state_dir.exists()
-                and not any(p.name != ".lock" for p in state_dir.iterdir())
-            ):
-                shutil.rmtree(state_dir)
+            if purge and state_dir.exists():
+                if (state_dir / STATE_FILE).exists():
+                    # lab.json cannot be read, so its nodes are found by their command lines.
+                    _purge_unreadable(state_dir, say)
+                    return None
+                if not any(p.name != ".lock" for p in state_dir.iterdir()):
+                    shutil.rmtree(state_dir)
             raise
         for group in (state.brokers, state.controllers):
             left = stop_nodes(group, signal.SIGTERM, wait_s=30)
@@ -199,6 +201,18 @@ def lab_down(state_dir: Path, *, purge: bool, say: Say = _quiet) -> LabState | N
         shutil.rmtree(state_dir)
         return None
     return state
+
+
+def _purge_unreadable(state_dir: Path, say: Say) -> None:
+    """Kill whatever still runs from a lab whose lab.json is unreadable, then delete it."""
+    running = nodes_running_from(state_dir)
+    left = stop_nodes(running, signal.SIGKILL, wait_s=10)
+    if left:
+        raise LabError(f"process(es) {', '.join(str(n.pid) for n in left)} of the lab in "
+                       f"{state_dir} did not exit after SIGKILL; not deleting it")
+    if running:
+        say(f"killed {len(running)} process(es) of the unreadable lab in {state_dir}")
+    shutil.rmtree(state_dir)
 
 
 def lab_kill(state_dir: Path, node_id: int, signal_name: str, *, wait_s: float = 30) -> LabNode:

@@ -60,6 +60,27 @@ def launch(node: LabNode) -> None:
     node.pid = proc.pid
 
 
+def nodes_running_from(state_dir: Path) -> list[LabNode]:
+    """The lab processes of ``state_dir`` found by their command line's marker, for when its
+    lab.json cannot tell them (unreadable): each as a node with just its pid and directory."""
+    # The marker holds the node's directory as the lab was made: as given, or resolved.
+    prefixes = tuple({LabNode(0, "", 0, f"{d}/", []).marker
+                      for d in (state_dir, state_dir.resolve())})
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        marker = next((a for a in args if a.startswith(prefixes)), None)
+        if marker is not None:
+            directory = marker.split("=", 1)[1]
+            found.append(LabNode(0, "node", 0, directory, [], pid=int(proc.name)))
+    return found
+
+
 def stop_nodes(nodes: list[LabNode], sig: signal.Signals, wait_s: float) -> list[LabNode]:
     """Signal ``nodes`` and wait for them to exit; returns those still alive."""
     targets = [n for n in nodes if node_state(n) is not NodeState.down]

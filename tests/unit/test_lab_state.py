@@ -151,3 +151,31 @@ def test_a_state_dir_that_cannot_be_a_directory_is_an_input_error(tmp_path: Path
     with pytest.raises(LabStateError, match=f"cannot use it as the lab's directory: {why}$"), \
             locked(tmp_path / where):
         pass
+
+
+def test_purging_a_lab_whose_state_is_unreadable_kills_its_processes_and_deletes_it(
+        tmp_path: Path) -> None:
+    # The error for an unreadable lab.json said to run `lab down --purge`, which then failed
+    # with the same error. Its processes are found by the marker on their command lines.
+    from kaudit.lab.manager import lab_down
+
+    lab, other = tmp_path / "lab", tmp_path / "lab2"
+    for d in (lab, other):
+        (d / "broker-1").mkdir(parents=True)
+    (lab / "lab.json").write_bytes(b"\xff not json")
+    ours = _started("print('ready', flush=True); import time; time.sleep(60)",
+                    LabNode(1, "broker", 1, str(lab / "broker-1"), []))
+    theirs = _started("print('ready', flush=True); import time; time.sleep(60)",
+                      LabNode(1, "broker", 1, str(other / "broker-1"), []))
+    try:
+        assert lab_down(lab, purge=True) is None
+        # Gone long before its 60 s sleep ends (node_state may reap it first, so its exit
+        # code can read 0 here rather than -SIGKILL).
+        ours.wait(timeout=30)
+        assert not Path(f"/proc/{ours.pid}").exists()
+        assert not lab.exists()
+        assert theirs.poll() is None and other.exists()  # a lab beside it is left alone
+    finally:
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()
