@@ -252,6 +252,23 @@ class AdminSession:
         except KafkaException as exc:
             raise self.unreachable(exc) from None
 
+    def broker_values(self, names: tuple[str, ...]) -> dict[str, str]:
+        """Some settings of one broker, for checks made before a run: best effort, so a
+        principal that may not describe broker configs gets {} rather than an error."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        try:
+            brokers = self.list_topics().brokers
+            resource = ConfigResource(ResourceType.BROKER, str(min(brokers)))
+            future = self.admin.describe_configs(
+                [resource], request_timeout=self.settings.timeout)[resource]
+            configs = self.outcome(future, self.settings.timeout + 5)
+        except (KafkaException, ConnectionFailure, ValueError):
+            return {}
+        return {n: str(configs[n].value) for n in names
+                if n in configs and configs[n].value is not None}
+
     def list_offsets(self, topic: str, partitions: list[int],
                      spec: Literal["earliest", "latest"] | int,
                      read_committed: bool = False) -> dict[int, int]:

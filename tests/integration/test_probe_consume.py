@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Lab, interrupt_when, run_kaudit
+from tests.integration.test_lab import admin
 from tests.pg import Postgres
 
 pytestmark = pytest.mark.kafka
@@ -137,6 +138,20 @@ def test_a_bad_fault_is_one_line_and_exit_2(lab: Lab) -> None:
     result = run_kaudit("probe", "consume", "-b", lab.bootstrap, "--fault", "kill-everything")
     assert result.code == 2 and "Traceback" not in result.stderr
     assert "kill-leader" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("session_ms", ["1000", "1800001"])
+def test_a_session_timeout_the_brokers_refuse_is_exit_2_before_any_topic(
+        lab: Lab, session_ms: str) -> None:
+    # The workers' JoinGroup failed over and over, and the run stalled and reported every
+    # record lost. The brokers' bounds are Kafka's defaults (6 s to 30 min) on the lab.
+    before = set(admin(lab).list_topics(timeout=10).topics)
+    result = run_kaudit("probe", "consume", "-b", lab.bootstrap, "--session-timeout-ms",
+                        session_ms, "--count", "100")
+    assert (result.code, result.stderr) == (2, (
+        f"kaudit: error: --session-timeout-ms {session_ms} is outside what the brokers allow "
+        "(group.min.session.timeout.ms 6000 to group.max.session.timeout.ms 1800000)\n"))
+    assert set(admin(lab).list_topics(timeout=10).topics) == before
 
 
 @pytest.mark.parametrize("case", ["a_batch_and_its_offsets_commit_together",

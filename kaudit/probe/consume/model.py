@@ -116,18 +116,32 @@ class ConsumeReport:
             return 0.0
         return self.verification.processings / self.consume_seconds / self.settings.workers
 
+    def never_consumed(self) -> bool:
+        """The group stopped making progress without processing a single record: its
+        workers never got going (a setting the brokers refuse, a missing ACL), so nothing
+        was shown about the commit strategy, and its records were not lost by it."""
+        return (not self.finished and not self.interrupted
+                and self.verification.processings == 0)
+
     def inconclusive(self) -> bool:
-        """Whether crashes were asked for and none landed (nothing was shown about them)."""
-        return bool(self.settings.crash_every) and not self.verification.crashes
+        """Whether the run has shown nothing about what it was asked: crashes were asked for
+        and none landed, or the group never consumed at all."""
+        return ((bool(self.settings.crash_every) and not self.verification.crashes)
+                or self.never_consumed())
 
     def inconclusive_reason(self) -> str:
         """Why :meth:`inconclusive`, in a few words (for the proof's table)."""
-        return "no crash landed on a batch"
+        return "the group consumed nothing" if self.never_consumed() else (
+            "no crash landed on a batch")
 
     def violations(self) -> list[str]:
         """One line per reason the verdict is not ``pass``."""
         out = []
-        if self.inconclusive():
+        if self.never_consumed():
+            out.append("inconclusive: the group processed no record before it stopped making "
+                       "progress; its workers never consumed (see the notes and -v), so "
+                       "nothing was shown about --commit")
+        elif self.inconclusive():
             out.append("inconclusive: --crash-worker was asked for and no crash landed on a "
                        "batch before the group had read everything (more --count, a lower "
                        "--rate or more --process-ms give the crashes time)")

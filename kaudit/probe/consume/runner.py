@@ -71,6 +71,18 @@ class Run:
                                             kind, detail))
 
 
+def _check_session_timeout(session: AdminSession, session_timeout_ms: int) -> None:
+    """Refuse a session timeout the brokers would refuse: the workers' JoinGroup would fail
+    with INVALID_SESSION_TIMEOUT, over and over, and the group never consume."""
+    names = ("group.min.session.timeout.ms", "group.max.session.timeout.ms")
+    values = session.broker_values(names)
+    if len(values) == 2 and not int(values[names[0]]) <= session_timeout_ms <= int(
+            values[names[1]]):
+        raise InputError(f"--session-timeout-ms {session_timeout_ms} is outside what the "
+                         f"brokers allow ({names[0]} {values[names[0]]} to {names[1]} "
+                         f"{values[names[1]]})")
+
+
 def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
                 interrupted: threading.Event | None = None) -> ConsumeReport:
     """Run end to end; see the module docstring."""
@@ -86,6 +98,7 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
     run_dir = Path(tempfile.mkdtemp(prefix="kaudit-consume-"))
     sink = None
     try:
+        _check_session_timeout(run.session, settings.session_timeout_ms)
         if settings.strategy == "sink-offsets":
             sink = parse_sink(settings.sink or f"sqlite:{run_dir / 'sink.sqlite'}", run.run_id)
             SinkDatabase(sink).close()  # an unreachable sink is exit 3 before anything else

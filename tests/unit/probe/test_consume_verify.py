@@ -179,6 +179,26 @@ def test_exactly_once_expected_fails_on_a_repeat_and_an_unfinished_run_fails() -
     assert unfinished.verdict == "fail" and unfinished.violations()[0].startswith("unfinished")
 
 
+def test_a_group_that_never_consumed_is_inconclusive_not_a_loss_of_every_record() -> None:
+    # Seen with --session-timeout-ms 1000 (the brokers refuse it): the workers never joined,
+    # and the run said "fail: lost 100" about a commit strategy that never ran.
+    from dataclasses import replace
+
+    from tests.unit.probe.reports import consume_report
+
+    stalled = consume_report("after-process", lost=100, crashes=0, finished=False)
+    assert stalled.verification.processings == 0
+    assert stalled.verdict == "inconclusive"
+    assert stalled.violations()[0].startswith("inconclusive: the group processed no record")
+    assert stalled.inconclusive_reason() == "the group consumed nothing"
+    # Interrupted before anything was consumed: not a verdict on the group either way.
+    stopped = replace(stalled, interrupted=True)
+    assert not stopped.never_consumed()
+    # One record processed is a group that ran: what it left is lost.
+    ran = consume_report("after-process", lost=99, crashes=1, finished=False)
+    assert ran.verdict == "fail" and not ran.never_consumed()
+
+
 def test_an_interrupted_run_counts_only_what_a_worker_was_given() -> None:
     from kaudit.probe.consume.verify import reached
 
