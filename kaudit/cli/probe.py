@@ -102,7 +102,8 @@ def probe(
         min=0.1, metavar="SECONDS", help="Send for this long instead of --count.")] = None,
     producer_property: Annotated[list[str] | None, typer.Option(
         metavar="KEY=VALUE", rich_help_panel=PRODUCER,
-        help="Producer-only librdkafka property, e.g. request.timeout.ms=1000; repeatable.")
+        help="Producer-only librdkafka property, e.g. request.timeout.ms=1000; repeatable "
+             "(not one an option sets, such as acks or enable.idempotence).")
     ] = None,
     fault: Annotated[list[str] | None, typer.Option(
         metavar="SPEC", rich_help_panel=FAULTS,
@@ -235,7 +236,8 @@ def matrix(
     fault_duration: Annotated[float, typer.Option(
         min=0.0, metavar="SECONDS", help="How long before each fault is healed.")] = 6.0,
     producer_property: Annotated[list[str] | None, typer.Option(
-        metavar="KEY=VALUE", help="Producer-only librdkafka property; repeatable.")] = None,
+        metavar="KEY=VALUE", help="Producer-only librdkafka property; repeatable (not one "
+        "an option sets).")] = None,
     lab_state_dir: Annotated[Path | None, typer.Option(
         metavar="DIR", help="State directory of the lab whose brokers faults signal.")
     ] = None,

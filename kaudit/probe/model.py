@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kaudit.errors import InputError
 from kaudit.probe.faults import SHORT_REQUEST_TIMEOUT_MS, FaultSpec
 from kaudit.probe.latency import LatencyHistogram, Timeline
 from kaudit.probe.ledger import Ledger
@@ -14,6 +15,31 @@ from kaudit.probe.monitor import ProbeEvent
 from kaudit.probe.verifier import Verification
 
 DEFAULT_DELIVERY_TIMEOUT_MS = 30_000
+
+
+#: Producer properties that kaudit's own options set, by every librdkafka name for them:
+#: given with --producer-property they would override the option silently, and the report
+#: (and the verdict, which depends on acks and idempotence) would describe another producer.
+OPTION_PROPERTIES = {
+    "acks": "--acks", "request.required.acks": "--acks",
+    "enable.idempotence": "--idempotence/--no-idempotence",
+    "transactional.id": "--transactional",
+    "retries": "--retries", "message.send.max.retries": "--retries",
+    "max.in.flight.requests.per.connection": "--max-in-flight", "max.in.flight": "--max-in-flight",
+    "linger.ms": "--linger-ms", "queue.buffering.max.ms": "--linger-ms",
+    "compression.type": "--compression", "compression.codec": "--compression",
+}
+
+
+def check_producer_properties(properties: dict[str, str]) -> dict[str, str]:
+    """``properties`` if none of them is one of kaudit's own options; else an input error
+    naming the option to use."""
+    for key in properties:
+        option = OPTION_PROPERTIES.get(key.strip().lower())
+        if option is not None:
+            raise InputError(f"--producer-property {key}: use {option}, which the report and "
+                             "the verdict follow")
+    return properties
 
 
 @dataclass(frozen=True)
@@ -50,6 +76,9 @@ class ProbeSettings:
     """Fail the run when writes were refused or unanswered for longer than this (seconds)."""
     producer_properties: dict[str, str] = field(default_factory=dict)
     """Extra producer-only properties (e.g. request.timeout.ms for duplicate experiments)."""
+
+    def __post_init__(self) -> None:
+        check_producer_properties(self.producer_properties)
 
     def producer_config(self) -> dict[str, Any]:
         """librdkafka producer settings for these options."""

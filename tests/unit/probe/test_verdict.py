@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from kaudit.errors import InputError
 from kaudit.probe.model import ProbeSettings
 from tests.unit.probe.reports import probe_report
 
@@ -62,3 +65,16 @@ def test_lose_responses_makes_requests_time_out_unless_told_otherwise() -> None:
                          producer_properties={"request.timeout.ms": "2500"})
     assert mine.producer_config()["request.timeout.ms"] == "2500"
     assert "request.timeout.ms" not in ProbeSettings().producer_config()
+
+
+@pytest.mark.parametrize("key,option", [("enable.idempotence", "--idempotence/--no-idempotence"),
+                                        ("acks", "--acks"), ("request.required.acks", "--acks"),
+                                        ("Linger.MS", "--linger-ms"),
+                                        ("transactional.id", "--transactional")])
+def test_a_producer_property_that_an_option_sets_is_refused(key: str, option: str) -> None:
+    # --producer-property enable.idempotence=false under the default --idempotence ran a
+    # non-idempotent producer while the report (and the duplicate rule) said idempotent.
+    with pytest.raises(InputError, match=f"^--producer-property {key}: use {option}, "):
+        ProbeSettings(producer_properties={key: "x"})
+    settings = ProbeSettings(producer_properties={"request.timeout.ms": "1000"})
+    assert settings.producer_config()["request.timeout.ms"] == "1000"
