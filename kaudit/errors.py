@@ -22,7 +22,7 @@ class ExitCode(IntEnum):
     UNREACHABLE = 3
     """Cannot reach or authenticate to the cluster, the sink, or the Java/Spark runtime."""
     INTERRUPTED = 130
-    """Interrupted (Ctrl-C) after cleaning up."""
+    """Interrupted (Ctrl-C or SIGTERM) after cleaning up."""
     INTERNAL = 70
     """An unexpected error inside kaudit (a bug); -v prints the traceback."""
 

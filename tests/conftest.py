@@ -209,11 +209,12 @@ def wait_for(cond: Callable[[], bool], timeout: float) -> bool:
 
 
 def interrupt_when(proc: subprocess.Popen[str], reached: Callable[[], bool],
-                   timeout: float = 120, wait: float = 180) -> str:
-    """Ctrl-C (SIGINT) to ``proc`` once ``reached()`` holds (or it ended, or ``timeout``
-    passed); its stdout. A run that does not then exit 130 fails the test."""
+                   timeout: float = 120, wait: float = 180,
+                   sig: signal.Signals = signal.SIGINT) -> str:
+    """Ctrl-C (SIGINT, or ``sig``) to ``proc`` once ``reached()`` holds (or it ended, or
+    ``timeout`` passed); its stdout. A run that does not then exit 130 fails the test."""
     wait_for(lambda: reached() or proc.poll() is not None, timeout)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=wait)
     assert proc.returncode == 130, stderr
     return stdout

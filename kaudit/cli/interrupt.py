@@ -1,4 +1,9 @@
-"""Ctrl-C for long commands: the first asks the work to wind down, a second aborts."""
+"""Ctrl-C for long commands: the first asks the work to wind down, a second aborts.
+
+SIGTERM is taken the same way: it is what a CI job's cancel, ``kill`` or a container stop
+sends, and dying at once would leave a probe's topic, a consumer group and the report
+behind.
+"""
 
 from __future__ import annotations
 
@@ -12,18 +17,19 @@ from types import FrameType
 
 @contextmanager
 def graceful_interrupt(message: str) -> Iterator[threading.Event]:
-    """Set the yielded event on the first Ctrl-C (printing ``message``); raise
+    """Set the yielded event on the first Ctrl-C or SIGTERM (printing ``message``); raise
     KeyboardInterrupt on the second, so a stuck clean-up can still be abandoned."""
     interrupted = threading.Event()
 
-    def on_sigint(_sig: int, _frame: FrameType | None) -> None:
+    def on_signal(_sig: int, _frame: FrameType | None) -> None:
         if interrupted.is_set():
             raise KeyboardInterrupt
         interrupted.set()
         print(message, file=sys.stderr)
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield interrupted
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
