@@ -348,6 +348,7 @@ def test_prove_confirms_every_claim_every_run(lab: Lab, restore_brokers: None) -
     # The consumer half (--only consumer) is test_probe_consume.py's.
     result = run_kaudit("probe", "prove", "--only", "producer", "-b", lab.bootstrap,
                         "--lab-state-dir", lab.state_dir, "--format", "json", timeout=900)
+    assert result.stdout, (result.code, result.stderr)  # an error, not a report
     doc = json.loads(result.stdout)
     unconfirmed = [(r["claim"], r["observed"]) for r in doc["rows"]
                    if r["verdict"] != "CONFIRMED"]

@@ -42,6 +42,7 @@ def test_prove_shows_the_consumer_table_with_every_loss_and_repeat_attributed(
         lab: Lab) -> None:
     result = run_kaudit("probe", "prove", "--only", "consumer", "-b", lab.bootstrap,
                         "--lab-state-dir", lab.state_dir, "--format", "json", timeout=600)
+    assert result.stdout, (result.code, result.stderr)  # an error, not a report
     doc = json.loads(result.stdout)
     unconfirmed = [(r["claim"], r["observed"]) for r in doc["rows"]
                    if r["verdict"] != "CONFIRMED"]
@@ -56,7 +57,11 @@ def test_prove_shows_the_consumer_table_with_every_loss_and_repeat_attributed(
         # Every loss and every repeat is a crash's, none is left unexplained.
         assert run["unattributed"]["lost"] == run["unattributed"]["duplicated"] == 0
         assert sum(c["lost"] for c in run["crashes"]) == run["lost"], strategy
-        assert sum(c["duplicated"] for c in run["crashes"]) == run["duplicated"], strategy
+        # A record two crashes each made repeat is one duplicated record and two repeats:
+        # the crashes explain the extra processings (equal to the records only when no
+        # record was processed three times, which depends on timing).
+        assert sum(c["duplicated"] for c in run["crashes"]) == run["extra_processings"], \
+            strategy
     lose, repeat = runs["before-process"], runs["after-process"]
     assert lose["lost"] > 0 and lose["duplicated"] == 0
     assert all(c["lost"] > 0 for c in lose["crashes"])  # each crash had a batch in hand
