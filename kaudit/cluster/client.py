@@ -258,12 +258,14 @@ class AdminSession:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import ConfigResource, ResourceType
 
+        # A few seconds at most: a broker still recovering from a restart must not hold up
+        # the run for a check it can do without.
+        within = min(self.settings.timeout, 5.0)
         try:
             brokers = self.list_topics().brokers
             resource = ConfigResource(ResourceType.BROKER, str(min(brokers)))
-            future = self.admin.describe_configs(
-                [resource], request_timeout=self.settings.timeout)[resource]
-            configs = self.outcome(future, self.settings.timeout + 5)
+            future = self.admin.describe_configs([resource], request_timeout=within)[resource]
+            configs = self.outcome(future, within + 1)
         except (KafkaException, ConnectionFailure, ValueError):
             return {}
         return {n: str(configs[n].value) for n in names
