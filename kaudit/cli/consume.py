@@ -88,7 +88,9 @@ def consume(
         help="Workers keep their group.instance.id across restarts, as a StatefulSet "
              "would; without it every restart is a new member and a rebalance.")] = True,
     session_timeout_ms: Annotated[int, typer.Option(
-        min=1, rich_help_panel=GROUP, help="session.timeout.ms of the workers.")] = 6000,
+        min=1, max=3600000, rich_help_panel=GROUP,  # librdkafka's own bounds
+        help="session.timeout.ms of the workers (the brokers' group.min/max.session."
+             "timeout.ms bound it too).")] = 6000,
     count: Annotated[int, typer.Option(min=1, rich_help_panel=TOPIC,
                                        help="Records written to the input topic.")] = 5000,
     rate: Annotated[float, typer.Option(

@@ -181,6 +181,16 @@ def test_probe_topic_settings_the_help_promises_get_past_the_options(
     assert result.code == 3 and "cannot reach Kafka" in result.stderr
 
 
+def test_a_session_timeout_librdkafka_refuses_is_exit_2() -> None:
+    # Its workers failed to start, were restarted again and again, and the run hung.
+    result = run_kaudit("probe", "consume", "-b", "127.0.0.1:1", "--session-timeout-ms",
+                        "999999999")
+    assert result.code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "Error: Invalid value for '--session-timeout-ms': 999999999 is not in the range "
+        "1<=x<=3600000.")
+
+
 def test_bad_properties_file_is_one_line_exit_2(tmp_path: Path) -> None:
     props = tmp_path / "client.properties"
     props.write_text("security.protocol=SSL\nssl.truststore.location=/x/trust.jks\n"
