@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from kaudit.errors import LabError
-from kaudit.lab.state import LabNode, LabState, NodeState, node_state
+from kaudit.lab.state import LabNode, LabState, NodeState, command_line, node_state
 
 SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "STOP": signal.SIGSTOP}
 """What ``kaudit lab kill --signal`` sends: a controlled shutdown, a crash or a freeze."""
@@ -70,10 +70,7 @@ def nodes_running_from(state_dir: Path) -> list[LabNode]:
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
-        try:
-            args = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue  # gone meanwhile, or not ours to read
+        args = command_line(int(proc.name)) or []  # gone meanwhile: nothing to match
         marker = next((a for a in args if a.startswith(prefixes)), None)
         if marker is not None:
             directory = marker.split("=", 1)[1]

@@ -149,6 +149,14 @@ class LabState:
             ) from None
 
 
+def command_line(pid: int) -> list[str] | None:
+    """A process's arguments from /proc; None when it is gone or not ours to read."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+
+
 def node_state(node: LabNode) -> NodeState:
     """Is the node's process running, paused (SIGSTOP) or gone?"""
     pid = node.pid
@@ -159,11 +167,10 @@ def node_state(node: LabNode) -> NodeState:
         os.waitpid(pid, os.WNOHANG)
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return NodeState.down
-    if node.marker not in cmdline.split("\0"):
-        return NodeState.down  # the pid was reused by another process
+    if node.marker not in (command_line(pid) or ()):
+        return NodeState.down  # gone, or the pid was reused by another process
     code = stat.rsplit(")", 1)[1].split()[0]
     if code in ("Z", "X", "x"):
         return NodeState.down
