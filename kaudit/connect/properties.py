@@ -14,6 +14,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from kaudit.connect.redact import is_secret_key, register_secret
 from kaudit.errors import FileInputError, InputError, unreadable
@@ -197,86 +198,19 @@ def translate_java_properties(props: PropertiesFile) -> dict[str, str]:
     out: dict[str, str] = {}
     src = props.values
     store_type = {k: src.get(f"ssl.{k}.type", "").upper() for k in ("truststore", "keystore")}
-
-    def fail(key: str, message: str) -> None:
-        raise FileInputError(props.path, props.line_of(key), message)
-
     for key, value in src.items():
         if key in _IGNORED_JAVA_KEYS or key.startswith("config.providers"):
             continue  # config providers: kaudit resolves ${env:...} and ${file:...} itself
         if key == "sasl.jaas.config":
-            parsed = _jaas_options(value)
-            if parsed is None:
-                fail(
-                    key,
-                    "sasl.jaas.config is not a JAAS entry "
-                    '(\'<LoginModule> required username="..." password="...";\')',
-                )
-            assert parsed is not None
-            module, options = parsed
-            short = module.rsplit(".", 1)[-1]
-            if short == "PlainLoginModule":
-                out.setdefault("sasl.mechanism", src.get("sasl.mechanism", "PLAIN"))
-            elif short == "ScramLoginModule":
-                mech = src.get("sasl.mechanism", "").upper()
-                if mech not in _SCRAM_MECHANISMS:
-                    fail(
-                        key, "ScramLoginModule needs sasl.mechanism=SCRAM-SHA-256 or SCRAM-SHA-512"
-                    )
-            elif short == "OAuthBearerLoginModule":
-                out.setdefault("sasl.mechanism", "OAUTHBEARER")
-                for java_opt, rd_key in (
-                    ("clientId", "sasl.oauthbearer.client.id"),
-                    ("clientSecret", "sasl.oauthbearer.client.secret"),
-                    ("scope", "sasl.oauthbearer.scope"),
-                ):
-                    if java_opt in options:
-                        out[rd_key] = options[java_opt]
-                        if java_opt == "clientSecret":
-                            register_secret(options[java_opt])
-                if "clientId" in options:
-                    out.setdefault("sasl.oauthbearer.method", "oidc")
-                continue
-            else:
-                fail(
-                    key,
-                    f"login module {short} cannot be translated for librdkafka; "
-                    "use sasl.username/sasl.password (PLAIN, SCRAM) or "
-                    "sasl.kerberos.* keys instead",
-                )
-            if "username" not in options or "password" not in options:
-                fail(key, f"{short} in sasl.jaas.config needs username and password")
-            out["sasl.username"] = options["username"]
-            out["sasl.password"] = options["password"]
-            register_secret(options["password"])
+            _translate_jaas(props, value, out)
         elif key == "ssl.truststore.location":
-            kind = store_type["truststore"] or _store_kind_from_name(value)
-            if kind == "PEM":
-                out["ssl.ca.location"] = value
-            else:
-                fail(
-                    key,
-                    f"{kind or 'JKS'} truststores cannot be read by librdkafka; "
-                    "export the CA certificate as PEM and set ssl.ca.location",
-                )
+            out.update(_truststore(props, value, store_type["truststore"]))
         elif key == "ssl.truststore.password":
             continue  # only meaningful for JKS/PKCS12 truststores, rejected above
         elif key == "ssl.truststore.certificates":
             out["ssl.ca.pem"] = value
         elif key == "ssl.keystore.location":
-            kind = store_type["keystore"] or _store_kind_from_name(value)
-            if kind == "PKCS12":
-                out["ssl.keystore.location"] = value
-            elif kind == "PEM":
-                out["ssl.certificate.location"] = value
-                out["ssl.key.location"] = value
-            else:
-                fail(
-                    key,
-                    f"{kind or 'JKS'} keystores cannot be read by librdkafka; use "
-                    "ssl.certificate.location and ssl.key.location (PEM) or a PKCS12 "
-                    "keystore",
-                )
+            out.update(_keystore(props, value, store_type["keystore"]))
         elif key == "ssl.keystore.certificate.chain":
             out["ssl.certificate.pem"] = value
         elif key == "ssl.keystore.key":
@@ -284,13 +218,106 @@ def translate_java_properties(props: PropertiesFile) -> dict[str, str]:
         elif key == "ssl.endpoint.identification.algorithm":
             out[key] = value if value else "none"
         elif key.endswith(".class") or key.endswith(".classes"):
-            fail(key, f"{key} names a Java class; librdkafka cannot load it")
+            _fail(props, key, f"{key} names a Java class; librdkafka cannot load it")
         else:
             out[key] = value
     if "ssl.keystore.password" in out and "ssl.keystore.location" not in out:
         # A PEM key's password is ssl.key.password in librdkafka.
         out["ssl.key.password"] = out.pop("ssl.keystore.password")
     return out
+
+
+def _fail(props: PropertiesFile, key: str, message: str) -> NoReturn:
+    """Refuse ``key``, naming the file and the line it is set on."""
+    raise FileInputError(props.path, props.line_of(key), message)
+
+
+def _translate_jaas(props: PropertiesFile, value: str, out: dict[str, str]) -> None:
+    """sasl.jaas.config as librdkafka's SASL keys: a mechanism for its login module and the
+    credentials in its options."""
+    key = "sasl.jaas.config"
+    parsed = _jaas_options(value)
+    if parsed is None:
+        _fail(
+            props,
+            key,
+            "sasl.jaas.config is not a JAAS entry "
+            '(\'<LoginModule> required username="..." password="...";\')',
+        )
+    module, options = parsed
+    short = module.rsplit(".", 1)[-1]
+    if short == "PlainLoginModule":
+        out.setdefault("sasl.mechanism", props.values.get("sasl.mechanism", "PLAIN"))
+    elif short == "ScramLoginModule":
+        mech = props.values.get("sasl.mechanism", "").upper()
+        if mech not in _SCRAM_MECHANISMS:
+            _fail(
+                props,
+                key,
+                "ScramLoginModule needs sasl.mechanism=SCRAM-SHA-256 or SCRAM-SHA-512",
+            )
+    elif short == "OAuthBearerLoginModule":
+        _translate_oauthbearer(options, out)
+        return  # OIDC client credentials, not a username and password
+    else:
+        _fail(
+            props,
+            key,
+            f"login module {short} cannot be translated for librdkafka; "
+            "use sasl.username/sasl.password (PLAIN, SCRAM) or "
+            "sasl.kerberos.* keys instead",
+        )
+    if "username" not in options or "password" not in options:
+        _fail(props, key, f"{short} in sasl.jaas.config needs username and password")
+    out["sasl.username"] = options["username"]
+    out["sasl.password"] = options["password"]
+    register_secret(options["password"])
+
+
+def _translate_oauthbearer(options: dict[str, str], out: dict[str, str]) -> None:
+    """OAuthBearerLoginModule's options as librdkafka's OIDC keys."""
+    out.setdefault("sasl.mechanism", "OAUTHBEARER")
+    for java_opt, rd_key in (
+        ("clientId", "sasl.oauthbearer.client.id"),
+        ("clientSecret", "sasl.oauthbearer.client.secret"),
+        ("scope", "sasl.oauthbearer.scope"),
+    ):
+        if java_opt in options:
+            out[rd_key] = options[java_opt]
+            if java_opt == "clientSecret":
+                register_secret(options[java_opt])
+    if "clientId" in options:
+        out.setdefault("sasl.oauthbearer.method", "oidc")
+
+
+def _truststore(props: PropertiesFile, location: str, declared: str) -> dict[str, str]:
+    """ssl.truststore.location as librdkafka's CA location: a PEM file only."""
+    kind = declared or _store_kind_from_name(location)
+    if kind != "PEM":
+        _fail(
+            props,
+            "ssl.truststore.location",
+            f"{kind or 'JKS'} truststores cannot be read by librdkafka; "
+            "export the CA certificate as PEM and set ssl.ca.location",
+        )
+    return {"ssl.ca.location": location}
+
+
+def _keystore(props: PropertiesFile, location: str, declared: str) -> dict[str, str]:
+    """ssl.keystore.location as librdkafka's keys: a PKCS12 keystore, or a PEM file holding
+    both the certificate and the key."""
+    kind = declared or _store_kind_from_name(location)
+    if kind == "PKCS12":
+        return {"ssl.keystore.location": location}
+    if kind == "PEM":
+        return {"ssl.certificate.location": location, "ssl.key.location": location}
+    _fail(
+        props,
+        "ssl.keystore.location",
+        f"{kind or 'JKS'} keystores cannot be read by librdkafka; use "
+        "ssl.certificate.location and ssl.key.location (PEM) or a PKCS12 "
+        "keystore",
+    )
 
 
 def _store_kind_from_name(location: str) -> str:
