@@ -34,6 +34,7 @@ from kaudit.lab.process import (
 )
 from kaudit.lab.runtime import KafkaRuntime
 from kaudit.lab.state import STATE_FILE, LabNode, LabState, NodeState, locked, node_state
+from kaudit.waiting import Deadline
 
 log = logging.getLogger("kaudit.lab")
 
@@ -72,11 +73,11 @@ def live_brokers(admin: Any) -> set[int]:
 
 def wait_ready(state: LabState, wait_s: float) -> None:
     """Block until all brokers are registered and a replicated topic can be created."""
-    deadline = time.monotonic() + wait_s
+    deadline = Deadline(wait_s)
     admin = new_admin(_lab_client_config(state))
     rf = min(3, len(state.brokers))
     last_error = "no answer yet"
-    while time.monotonic() < deadline:
+    while not deadline.expired():
         raise_if_node_died(state)
         try:
             registered = live_brokers(admin)
@@ -291,8 +292,8 @@ def _wait_registered(state: LabState, node: LabNode, wait_s: float,
     # unfenced).
     bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in ask or [node])
     admin = new_admin(_lab_client_config(state) | {"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
+    deadline = Deadline(wait_s)
+    while not deadline.expired():
         if node_state(node) is NodeState.down:
             raise LabError(f"broker {node.id} exited during start: {log_tail(node.log_path)}")
         try:

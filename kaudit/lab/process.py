@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kaudit.errors import LabError
 from kaudit.lab.state import LabNode, LabState, NodeState, command_line, node_state
+from kaudit.waiting import Deadline, wait_for
 
 SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "STOP": signal.SIGSTOP}
 """What ``kaudit lab kill --signal`` sends: a controlled shutdown, a crash or a freeze."""
@@ -86,22 +87,22 @@ def stop_nodes(nodes: list[LabNode], sig: signal.Signals, wait_s: float) -> list
             os.kill(node.pid or 0, signal.SIGCONT)  # a stopped JVM cannot act on TERM
         with contextlib.suppress(ProcessLookupError):
             os.kill(node.pid or 0, sig)
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        alive = [n for n in targets if node_state(n) is not NodeState.down]
-        if not alive:
-            return []
-        time.sleep(0.2)
-    return [n for n in targets if node_state(n) is not NodeState.down]
+
+    def still_alive() -> list[LabNode]:
+        return [n for n in targets if node_state(n) is not NodeState.down]
+
+    if wait_for(lambda: not still_alive(), wait_s, every=0.2):
+        return []
+    return still_alive()
 
 
 def await_state(node: LabNode, want: NodeState, wait_s: float) -> None:
     """Wait until ``node`` is ``want`` after a signal; a LabError if it is down or late."""
     # STOP and CONT reach a JVM's threads one by one: /proc shows the new state only once all
     # of them have it, so the status printed right after would otherwise be the old one.
-    deadline = time.monotonic() + wait_s
+    deadline = Deadline(wait_s)
     while (current := node_state(node)) is not want:
-        if current is NodeState.down or time.monotonic() >= deadline:
+        if current is NodeState.down or deadline.expired():
             raise LabError(f"{node.role} {node.id} is {current.value}, not {want.value}, "
                            f"{wait_s:g}s after the signal")
         time.sleep(0.02)

@@ -36,6 +36,7 @@ from typing import Any
 from kaudit.cluster import client
 from kaudit.cluster.client import kafka_message
 from kaudit.errors import InputError, LabError
+from kaudit.waiting import Deadline
 
 BROKER_PRINCIPAL = "kaudit-broker"
 ADMIN = "admin"
@@ -252,7 +253,7 @@ def grant_user_acls(admin_config: dict[str, Any], timeout: float) -> None:
         for rtype, name, op in grants
     ]
     admin = client.new_admin(admin_config)
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
         # Creating an ACL that exists is a no-op, so a slow or refused round is simply
         # asked again; the brokers may still be settling right after the lab came up.
@@ -261,7 +262,7 @@ def grant_user_acls(admin_config: dict[str, Any], timeout: float) -> None:
                 future.result(timeout=15)
             return
         except (KafkaException, FutureTimeout) as exc:
-            if time.monotonic() >= deadline:
+            if deadline.expired():
                 raise LabError(f"could not grant {principal} its ACLs within {timeout:g}s: "
                                f"{kafka_message(exc) or 'no answer'}") from None
             time.sleep(0.5)
