@@ -12,7 +12,6 @@ the same as missing.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,6 +20,7 @@ from kaudit.cluster.client import AdminSession, java_client_options
 from kaudit.cluster.topics import topic_partitions
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError, RuntimeUnavailable
+from kaudit.waiting import Deadline
 
 
 @dataclass(frozen=True)
@@ -188,8 +188,8 @@ def sample_values(conn: ConnectionSettings, topic: str, ranges: list[OffsetRange
             consumer.assign(assigned)
             consumer.resume(assigned)  # a partition paused at its head stays paused
             left = dict(segments)
-            deadline = time.monotonic() + conn.timeout
-            while left and time.monotonic() < deadline:
+            deadline = Deadline(conn.timeout)
+            while left and not deadline.expired():
                 for msg in consumer.consume(500, 0.2):
                     p, error = msg.partition(), msg.error()
                     if p not in left:
