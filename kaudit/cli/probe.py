@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +12,7 @@ import typer
 from kaudit.cli import options
 from kaudit.cli.clicompat import ParameterSource
 from kaudit.cli.interrupt import graceful_interrupt
+from kaudit.cli.progress import with_progress_line
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
 from kaudit.report.base import render
@@ -183,7 +182,7 @@ def probe(
         check_plot_target(plot)  # before the run: never fail after minutes of probing
     conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:
-        report = run_probe(conn, settings, interrupted, _progress_line())
+        report = with_progress_line(lambda show: run_probe(conn, settings, interrupted, show))
     emit(render(PROBE, report, choose_format(format, output, html=True)), output)
     if plot:
         from kaudit.report.plot import plot_timeline
@@ -193,20 +192,6 @@ def probe(
     if report.interrupted:
         return ExitCode.INTERRUPTED
     return ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS
-
-
-def _progress_line() -> Callable[[int, float, bool], None] | None:
-    """A one-line progress display on a terminal; nothing under CI or when piped."""
-    if not sys.stderr.isatty() or os.environ.get("CI"):
-        return None
-
-    def show(sent: int, done: float, final: bool) -> None:
-        bar = "#" * int(done * 30)
-        print(f"\rkaudit probe: [{bar:<30}] {done:4.0%} {sent:,} sent"
-              + ("; verifying..." if final else ""), end="\n" if final else "",
-              file=sys.stderr, flush=True)
-
-    return show
 
 
 @app.command()
