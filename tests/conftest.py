@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
+import io
 import json
 import os
 import shlex
@@ -268,16 +270,73 @@ def local_spark() -> Iterator[Any]:
         spark.stop()
 
 
-def run_in_process(*args: str) -> Run:
-    """Run kaudit's real entry point (``main``) in this process, as the console script
-    does, capturing what it prints and its exit code."""
-    import contextlib
-    import io
+@functools.cache
+def _shared_float_types() -> tuple[Any, ...]:
+    """The float parameter types the app's commands share between builds (click's own
+    FLOAT among them): :func:`kaudit.cli.app.finite_floats` wraps their ``convert`` in each
+    ``main`` call, once per process for the console script."""
+    import typer
 
+    from kaudit.cli.app import app
+    from kaudit.cli.clicompat import FloatParamType, Group
+
+    def float_types(command: Any) -> dict[int, Any]:
+        found = {id(p.type): p.type for p in command.params
+                 if isinstance(p.type, FloatParamType)}
+        for sub in command.commands.values() if isinstance(command, Group) else ():
+            found |= float_types(sub)
+        return found
+
+    first, second = (float_types(typer.main.get_command(app)) for _ in range(2))
+    return tuple(t for key, t in first.items() if key in second)
+
+
+@contextlib.contextmanager
+def _as_a_fresh_process(env: dict[str, str] | None) -> Iterator[None]:
+    """What a new ``kaudit`` process would start from, and what one call leaves behind put
+    back afterwards: the environment without ``KAUDIT_`` settings (as :func:`run_kaudit`
+    gives it) plus ``env``, an empty standard input, kaudit's logging set-up and the float
+    options' ``convert`` (each call wraps it again)."""
+    import logging
+
+    saved_env = dict(os.environ)
+    loggers = [logging.getLogger("kaudit"), logging.getLogger("kaudit.librdkafka")]
+    saved_loggers = [(lg, lg.handlers[:], lg.propagate, lg.level) for lg in loggers]
+    saved_converts = [(t, vars(t).get("convert")) for t in _shared_float_types()]
+    saved_stdin = sys.stdin
+    try:
+        for key in [k for k in os.environ if k.startswith("KAUDIT_")]:
+            del os.environ[key]
+        os.environ.update(env or {})
+        sys.stdin = io.StringIO("")
+        yield
+    finally:
+        sys.stdin = saved_stdin
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for lg, handlers, propagate, level in saved_loggers:
+            lg.handlers[:] = handlers
+            lg.propagate = propagate
+            lg.setLevel(level)
+        for float_type, convert in saved_converts:
+            if convert is None:
+                vars(float_type).pop("convert", None)
+            else:
+                setattr(float_type, "convert", convert)  # noqa: B010 - as finite_floats does
+
+
+def run_in_process(*args: str, env: dict[str, str] | None = None) -> Run:
+    """Run kaudit's real entry point (``main``) in this process, as the console script
+    does, capturing what it prints and its exit code: :func:`run_kaudit` without a new
+    interpreter's start-up, for tests of what kaudit says and exits with rather than of
+    its process (signals, start-up, the console script, fd-level output, a hang guard).
+    Like there, ``KAUDIT_`` settings are left out of the environment, ``env`` is added,
+    and standard input is empty; all of it is put back afterwards."""
     from kaudit.cli.app import main
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with _as_a_fresh_process(env), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
         try:
             main(list(args))
             code = 0
