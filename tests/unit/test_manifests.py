@@ -12,7 +12,7 @@ import yaml
 from kaudit.cluster.manifests import load_manifests, load_snapshot_file
 from kaudit.cluster.model import ConfigSource
 from kaudit.errors import FileInputError, InputError
-from tests.conftest import run_kaudit
+from tests.conftest import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "tests" / "data" / "manifests" / "topics.yaml"
@@ -71,7 +71,7 @@ def test_no_topics_is_an_error_unless_allowed(tmp_path: Path) -> None:
 
 
 def test_check_manifests_reports_at_the_manifest_line() -> None:
-    result = run_kaudit("check", "--manifests", str(SAMPLE), "--format", "json")
+    result = run_in_process("check", "--manifests", str(SAMPLE), "--format", "json")
     assert result.code == 1, result.stderr
     doc = json.loads(result.stdout)
     assert doc["origin"] == "manifests"
@@ -89,13 +89,13 @@ def test_snapshot_file_is_checked_offline_and_bad_ones_rejected(tmp_path: Path) 
                                     {"name": "t", "internal": False, "partition_count": 1,
                                      "replication_factor": 1, "configs": {},
                                      "partitions": []}]}))
-    result = run_kaudit("check", "--snapshot", str(snap), "-f", "json")
+    result = run_in_process("check", "--snapshot", str(snap), "-f", "json")
     assert result.code == 1 and json.loads(result.stdout)["origin"] == f"snapshot:{snap}"
     snap.write_text('{"schema": "other"}')
-    bad = run_kaudit("check", "--snapshot", str(snap))
+    bad = run_in_process("check", "--snapshot", str(snap))
     assert bad.code == 2 and "not a kaudit snapshot" in bad.stderr
     snap.write_text("{\n  nope")
-    assert f"{snap}:2:" in run_kaudit("check", "--snapshot", str(snap)).stderr
+    assert f"{snap}:2:" in run_in_process("check", "--snapshot", str(snap)).stderr
 
 
 @pytest.mark.parametrize("document,kind", [("[]", "an array"), ('"x"', "a string"),
@@ -118,7 +118,7 @@ def test_pre_commit_hook_entry_runs_as_pre_commit_would(tmp_path: Path) -> None:
     unrelated = tmp_path / "values.yaml"
     unrelated.write_text("replicaCount: 2\n")
     # pre-commit appends the staged files' names to the entry
-    failing = run_kaudit(*entry[1:], str(unrelated), str(SAMPLE))
+    failing = run_in_process(*entry[1:], str(unrelated), str(SAMPLE))
     assert failing.code == 1 and "payments" in failing.stdout
-    passing = run_kaudit(*entry[1:], str(unrelated))
+    passing = run_in_process(*entry[1:], str(unrelated))
     assert passing.code == 0, passing.stderr

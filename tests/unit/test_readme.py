@@ -22,10 +22,8 @@ is enforced.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import shlex
-import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -35,6 +33,7 @@ import pytest
 
 from kaudit.docs.commands import CommandDoc, command_tree
 from kaudit.errors import ExitCode
+from tests.conftest import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -83,14 +82,12 @@ def tidy(text: str) -> str:
 
 @cache
 def help_text(command: str) -> str:
-    """``COMMAND --help`` as the installed entry point prints it, 80 columns wide."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAUDIT_")}
-    env.update(COLUMNS=HELP_WIDTH, NO_COLOR="1", TERM="dumb")
-    proc = subprocess.run([sys.executable, "-m", "kaudit", *command.split()[1:], "--help"],
-                          capture_output=True, text=True, env=env, timeout=60, cwd=ROOT,
-                          stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr
-    return tidy(proc.stdout)
+    """``COMMAND --help`` as the entry point prints it, 80 columns wide (run in this
+    process: what is compared is the text, not the process that prints it)."""
+    result = run_in_process(*command.split()[1:], "--help",
+                            env={"COLUMNS": HELP_WIDTH, "NO_COLOR": "1", "TERM": "dumb"})
+    assert result.code == 0, result.stderr
+    return tidy(result.stdout)
 
 
 TREE = command_tree()
