@@ -1,9 +1,9 @@
 """One reconcile run: pin the topic range, read both sides, compare, report.
 
-Data flows one way: request -> offset ranges -> topic frame and sink frame
-(decoded, keyed, typed alike) -> comparison plan -> result. Nothing is cached:
-the plan reads each side once, and its counts, totals and samples come from
-its own (small, persisted) discrepancy set.
+Data flows one way: request -> offset ranges -> topic frame (its records decoded by
+:func:`~kaudit.reconcile.decode.decode_topic`) and sink frame, keyed and typed alike ->
+comparison plan -> result. Nothing is cached: the plan reads each side once, and its
+counts, totals and samples come from its own (small, persisted) discrepancy set.
 """
 
 from __future__ import annotations
@@ -15,194 +15,16 @@ from typing import Any
 
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
-from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
+from kaudit.reconcile.classes import UNDECODABLE
+from kaudit.reconcile.decode import decode_topic, joined_key
 from kaudit.reconcile.infer import field_paths
 from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
 from kaudit.reconcile.source import OffsetRange, pin_offsets, read_topic, sample_values
 from kaudit.reconcile.spark import error_line
 
-#: How much of an undecodable value the samples show.
-RAW_SAMPLE_CHARS = 200
-_CORRUPT = "_kaudit_corrupt"
 #: Records read from each end of each partition to check that the named fields exist.
 SAMPLE_PER_END = 300
-
-
-def _field_column(name: str, struct: str = "v") -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col(struct + "." + ".".join(f"`{part}`" for part in name.split(".")))
-
-
-def _text_schema(fields: list[str], doubles: frozenset[str] = frozenset(),
-                 longs: frozenset[str] = frozenset()) -> Any:
-    """A from_json schema with every wanted field as text (nested ones as structs): Spark
-    then hands over any JSON value as its text (a number as its digits, an object as its
-    JSON), so no value is turned into null for having another type than expected.
-
-    Fields in ``doubles`` are read as DOUBLE and those in ``longs`` as BIGINT instead (the
-    fast schema, see decode_topic): a value of another kind then marks the record corrupt
-    rather than becoming null."""
-    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
-
-    tree: dict[str, Any] = {}
-    for name in fields:
-        node = tree
-        parts = name.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):  # a.b and a both wanted: a is read as text
-                break
-        else:
-            node.setdefault(parts[-1], name)
-
-    def leaf(name: Any) -> Any:
-        return (DoubleType() if name in doubles else LongType() if name in longs
-                else StringType())
-
-    def struct(node: dict[str, Any]) -> Any:
-        return StructType([StructField(k, struct(v) if isinstance(v, dict) else leaf(v))
-                           for k, v in node.items()])
-
-    schema = struct(tree)
-    return StructType([*schema.fields, StructField(_CORRUPT, StringType())])
-
-
-def _convert(text: Any, target: Any) -> Any:
-    """A field's text as the type it is compared as: null only where the text was null
-    or does not convert (which decode_topic reports as undecodable)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import (
-        BooleanType,
-        DateType,
-        NumericType,
-        TimestampNTZType,
-        TimestampType,
-    )
-
-    if isinstance(target, NumericType):
-        # Numbers are compared as double (align_types): 10, 10.0 and 1e1 all read alike.
-        return text.try_cast("double")
-    if isinstance(target, BooleanType):
-        return text.try_cast("boolean")
-    if isinstance(target, TimestampType | TimestampNTZType | DateType):
-        # ISO text, or a number of seconds since the epoch.
-        return F.coalesce(text.try_cast("timestamp"),
-                          F.timestamp_seconds(text.try_cast("double")))
-    return text
-
-
-def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -> Any:
-    """partition, offset, timestamp, tombstone, key, the compare columns (sink names) as
-    their ``targets`` types, and :data:`UNDECODABLE` / :data:`RAW_VALUE`.
-
-    ``targets`` maps each key and compared field to the type it is read as (the sink
-    column's, or the one ``--schema`` gives). A field present in a record is never read as
-    null: JSON values are taken as text and converted. A record whose value is not a JSON
-    object, or whose field does not convert, has :data:`UNDECODABLE` set (the field's name,
-    "" for the whole value) and its raw text in :data:`RAW_VALUE`; when its key cannot be
-    read its key is null.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegralType, NumericType
-
-    keys = request.key_fields()
-    no_reason = F.lit(None).cast("string")
-    if request.value_format == "json":
-        # The value as text once, the bytes dropped: every later use reads the text where
-        # it lies, where each use of the bytes would copy them.
-        raw = raw.select("partition", "offset", "timestamp", "key",
-                         F.col("value").isNull().alias("_tombstone"),
-                         F.col("value").cast("string").alias("_text"))
-        tombstone, text = F.col("_tombstone"), F.col("_text")
-        key_names = [k for k in keys if k != KAFKA_KEY]
-        fields = list(dict.fromkeys(key_names + list(request.compare)))
-        options = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
-        # Two decoders, one read. The fast one parses numbers straight to DOUBLE (what
-        # _convert makes of their text anyway): about a quarter of the decoding time of
-        # parsing text and converting it. Where it cannot give the exact same values
-        # (the value is not a JSON object, or a number field holds something else, which
-        # marks the record corrupt), the text decoder reads that record, lazily: only
-        # those records pay for it, and every record gets the text decoder's values.
-        doubles = frozenset(n for n in fields if n not in key_names
-                            and isinstance(targets[n], NumericType))
-        # Key fields the sink holds as integers are parsed to BIGINT alike: read as text,
-        # every JSON number is written out again through a JSON generator of its own.
-        longs = frozenset(n for n in key_names if isinstance(targets[n], IntegralType))
-        # Both decoders in one projection (from_json keeps it out of Spark's generated
-        # pipeline: each projection of its own copies every row once more); the fast
-        # decoder's expression is named twice there and evaluated once.
-        decoded = F.from_json(text, _text_schema(fields, doubles, longs), options)
-        frame = raw.select("*", decoded.alias("v"), F.when(
-            decoded.isNull() | decoded.getField(_CORRUPT).isNotNull(),
-            F.from_json(text, _text_schema(fields), options)).alias("vt"))
-        slow = F.col("v").isNull() | F.col(f"v.{_CORRUPT}").isNotNull()
-        fast = {name: _field_column(name) for name in fields}
-        texts = {name: _field_column(name, "vt") for name in fields}
-        values = {name: F.when(slow, _convert(texts[name], targets[name])).otherwise(
-            fast[name] if name in doubles else _convert(fast[name], targets[name]))
-            for name in fields}
-        corrupt = F.col("vt").isNull() | F.col(f"vt.{_CORRUPT}").isNotNull()
-        all_null = F.lit(True)
-        for name in fields:
-            all_null = all_null & texts[name].isNull()
-        # The whole value first (not JSON, not an object, nothing wanted could be read);
-        # then a field the JSON could not give (a nested field under a non-object); then a
-        # field whose text does not convert to its type. A record the fast decoder read
-        # can only have the last kind, in a field it read as text.
-        reasons = [F.when(corrupt & all_null, F.lit(""))]
-        reasons += [F.when(corrupt & texts[n].isNull(), F.lit(n)) for n in fields]
-        reasons += [F.when(texts[n].isNotNull() & values[n].isNull(), F.lit(n))
-                    for n in fields]
-        fast_reasons = [F.when(fast[n].isNotNull() & values[n].isNull(), F.lit(n))
-                        for n in fields if n not in doubles | longs]
-        reason = F.when(~tombstone, F.when(slow, F.coalesce(*reasons)).otherwise(
-            F.coalesce(*fast_reasons) if fast_reasons else no_reason))
-        frame = frame.withColumn(UNDECODABLE, reason)
-        # The text decoder writes a JSON integer as its value's digits (-0 as 0), as the
-        # BIGINT prints: both decoders give a key the same text.
-        texts = {name: F.when(slow, texts[name]).otherwise(
-            fast[name].cast("string") if name in longs else fast[name]) for name in key_names}
-        key_unread = F.col(UNDECODABLE).isin("", *[k for k in keys if k != KAFKA_KEY])
-        raw_text = F.when(F.col(UNDECODABLE).isNotNull(), F.substring(text, 1, RAW_SAMPLE_CHARS))
-
-        def value_of(name: str) -> Any:
-            return values[name]
-
-        def key_text(name: str) -> Any:
-            return texts[name]
-    else:
-        tombstone = F.col("value").isNull()
-        allowed = {"value", KAFKA_KEY}
-        for name in [*keys, *request.compare]:
-            if name not in allowed:
-                raise InputError(f"--value-format {request.value_format}: fields cannot be "
-                                 f"read from the value; use --key @key and --compare value")
-        payload = (F.col("value").cast("string") if request.value_format == "string"
-                   else F.xxhash64(F.col("value")))
-        frame = raw.select("*", payload.alias("value_payload"), no_reason.alias(UNDECODABLE))
-        key_unread = F.lit(False)
-        raw_text = no_reason
-
-        def value_of(name: str) -> Any:
-            return F.col("value_payload")
-
-        key_text = value_of
-
-    def key_part(name: str) -> Any:
-        return F.col("key").cast("string") if name == KAFKA_KEY else key_text(name).cast("string")
-
-    key = joined_key([key_part(k) for k in keys])
-    # A tombstone has no value to take key fields from: Kafka deletes by message key,
-    # so a tombstone is matched by its message key (which names the same record).
-    key = (F.when(tombstone, F.col("key").cast("string"))
-           .when(key_unread, F.lit(None).cast("string")).otherwise(key))
-    columns = [F.col("partition"), F.col("offset"), F.col("timestamp"),
-               tombstone.alias("tombstone"), key.alias("key")]
-    columns += [value_of(c).alias(request.sink_column(c)) for c in request.compare]
-    columns += [F.col(UNDECODABLE), raw_text.alias(RAW_VALUE)]
-    return frame.select(*columns)
 
 
 def read_types(request: ReconcileRequest, sink: Any) -> dict[str, Any]:
@@ -265,15 +87,6 @@ def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
                 f"records sampled from each partition's start and end (fields: "
                 f"{', '.join(sorted(known)) or 'none'}); if it appears elsewhere, name its "
                 "type with --schema")
-
-
-def joined_key(parts: list[Any]) -> Any:
-    """One text key from the key fields' texts, alike on both sides: joined by "|", a
-    missing part as "" (one field: its text as it is, without concat_ws's arrays)."""
-    from pyspark.sql import functions as F
-
-    texts = [F.coalesce(part, F.lit("")) for part in parts]
-    return texts[0] if len(texts) == 1 else F.concat_ws("|", *texts)
 
 
 def shape_sink(df: Any, request: ReconcileRequest) -> Any:

@@ -14,7 +14,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from kaudit.errors import InputError
-from kaudit.reconcile.job import decode_topic, hashed, read_types, shape_sink
+from kaudit.reconcile.decode import decode_topic
+from kaudit.reconcile.job import hashed, read_types, shape_sink
 from kaudit.reconcile.request import ReconcileRequest
 from tests.unit.reconcile.frames import counts, rows, run
 
