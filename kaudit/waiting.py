@@ -18,10 +18,11 @@ T = TypeVar("T")
 class Deadline:
     """A moment ``seconds`` from now on the monotonic clock."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
+    def __init__(self, seconds: float, clock: Callable[[], float] | None = None) -> None:
+        # Looked up at each call, not bound here: a test's fake clock patches time.monotonic.
+        self._clock: Callable[[], float] = clock or (lambda: time.monotonic())
         self.seconds = seconds
-        self.at = clock() + seconds
+        self.at = self._clock() + seconds
 
     def left(self) -> float:
         """Seconds until the deadline, never below 0."""

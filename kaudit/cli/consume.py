@@ -12,6 +12,7 @@ import typer
 from kaudit.cli import options
 from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.errors import ExitCode, InputError
+from kaudit.probe.faults.registry import CONSUMER, fault_help
 from kaudit.report.base import render
 from kaudit.report.output import choose_format, emit
 
@@ -122,8 +123,8 @@ def consume(
     ] = None,
     fault: Annotated[list[str] | None, typer.Option(
         metavar="SPEC", rich_help_panel=FAULTS,
-        help="kill-leader (of the input's partition 0) or kill-coordinator (the group's), "
-             "on the lab; repeatable.")] = None,
+        help=f"{fault_help(CONSUMER)}; repeatable. `man kaudit-probe` says what "
+             "each does.")] = None,
     fault_at: Annotated[str, typer.Option(
         metavar="PCT%|SECONDS", rich_help_panel=FAULTS,
         help="When: share of the input committed (40%) or seconds after the workers start.")
@@ -148,18 +149,16 @@ def consume(
     shows --expect (by default: nothing lost); 1 when it does not, or when crashes were
     asked for and none landed on a batch (inconclusive).
     """
-    from kaudit.probe.consume.model import CONSUMER_FAULTS, ConsumeSettings
+    from kaudit.probe.consume.model import ConsumeSettings
     from kaudit.probe.consume.runner import run_consume
-    from kaudit.probe.faults import parse_fault_at
+    from kaudit.probe.faults.registry import check_faults, parse_fault, parse_fault_at
     from kaudit.report.consume import CONSUME
 
     if sink is not None and commit is not Commit.sink_offsets:
         raise InputError("--sink is the database of --commit sink-offsets; the other "
                          "strategies keep their ledgers in the run's journals")
-    faults = tuple(fault or [])
-    for spec in faults:
-        if spec not in CONSUMER_FAULTS:
-            raise InputError(f"--fault {spec!r}: expected one of {', '.join(CONSUMER_FAULTS)}")
+    faults = tuple(parse_fault(f, CONSUMER) for f in fault or [])
+    check_faults(faults)
     settings = ConsumeSettings(
         strategy=commit.value, workers=workers, count=count, rate=rate, partitions=partitions,
         replication_factor=replication_factor,

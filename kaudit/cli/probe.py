@@ -15,6 +15,8 @@ from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.cli.progress import with_progress_line
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
+from kaudit.probe.faults.registry import PRODUCER as PRODUCER_PROBE
+from kaudit.probe.faults.registry import fault_help
 from kaudit.report.base import render
 from kaudit.report.output import choose_format, emit
 
@@ -106,9 +108,8 @@ def probe(
     ] = None,
     fault: Annotated[list[str] | None, typer.Option(
         metavar="SPEC", rich_help_panel=FAULTS,
-        help="kill-leader, stop-leader, pause-leader, pause-follower, kill-broker:ID, "
-             "bounce-leader:N, lag-then-kill-leader[:SECONDS] (lab), exec:'CMD', "
-             "exec-heal:'CMD' (any cluster); repeatable.")
+        help=f"{fault_help(PRODUCER_PROBE)}; repeatable. `man kaudit-probe` says what each "
+             "does.")
     ] = None,
     fault_at: Annotated[str, typer.Option(
         metavar="PCT%|SECONDS", rich_help_panel=FAULTS,
@@ -138,7 +139,7 @@ def probe(
     """
     if ctx.invoked_subcommand is not None:
         return ExitCode.OK  # `kaudit probe matrix ...`: the subcommand runs instead
-    from kaudit.probe.faults import parse_fault, parse_fault_at
+    from kaudit.probe.faults.registry import check_faults, parse_fault, parse_fault_at
     from kaudit.probe.model import ProbeSettings
     from kaudit.probe.runner import run_probe
     from kaudit.report.probe import PROBE, probe_document
@@ -160,8 +161,7 @@ def probe(
     if count is not None and duration is not None:
         raise InputError("give --count or --duration, not both")
     faults = tuple(parse_fault(f) for f in fault or [])
-    if any(f.kind == "exec-heal" for f in faults) and not any(f.kind == "exec" for f in faults):
-        raise InputError("--fault exec-heal:'CMD' needs an exec:'CMD' fault to heal")
+    check_faults(faults)
     settings = ProbeSettings(
         topic=topic, existing=existing, partitions=partitions,
         replication_factor=replication_factor,
@@ -206,8 +206,9 @@ def matrix(
     unclean_leader_election: Annotated[str, typer.Option(
         metavar="LIST", help="off,on.")] = "off",
     fault: Annotated[str, typer.Option(
-        metavar="LIST", help="Faults to run each configuration under (none for no fault); "
-                             "pause faults run with request.timeout.ms=1000.")
+        metavar="LIST", help="Faults to run each configuration under, comma-separated (none "
+                             f"for no fault): {fault_help(PRODUCER_PROBE)}; pause faults run "
+                             "with request.timeout.ms=1000.")
     ] = "kill-leader,pause-follower",
     trials: Annotated[int, typer.Option(min=1, help="Runs per configuration.")] = 1,
     count: Annotated[int, typer.Option(min=1, help="Messages per run.")] = 50_000,
@@ -231,7 +232,7 @@ def matrix(
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Run the probe over a grid of settings and print one verdict table."""
-    from kaudit.probe.faults import parse_fault_at
+    from kaudit.probe.faults.registry import parse_fault_at
     from kaudit.probe.matrix import build_grid, parse_list, run_matrix
     from kaudit.probe.model import ProbeSettings
     from kaudit.report.matrix import MATRIX

@@ -19,6 +19,7 @@ import importlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +27,7 @@ from kaudit.cluster.model import Broker
 from kaudit.connect.redact import register_secret
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure, InputError, unreadable
+from kaudit.waiting import Deadline
 
 rdkafka_log = logging.getLogger("kaudit.librdkafka")
 
@@ -158,6 +160,20 @@ def kafka_message(exc: BaseException) -> str:
     return str(text)
 
 
+def unreachable(settings: ConnectionSettings, collector: ErrorCollector,
+                exc: BaseException | None = None) -> ConnectionFailure:
+    """The one "cannot reach Kafka" error (exit 3), with the reason the client saw: a
+    refused login or an untrusted certificate is "cannot connect", anything else is the
+    cluster not answering within the timeout."""
+    reason = collector.explain() or (kafka_message(exc) if exc else None) or "no response"
+    if collector.fatal():
+        return ConnectionFailure(
+            f"cannot connect to Kafka at {settings.bootstrap_servers}: {reason}")
+    return ConnectionFailure(
+        f"cannot reach Kafka at {settings.bootstrap_servers} within "
+        f"{settings.timeout:g}s: {reason}")
+
+
 class AdminSession:
     """An AdminClient plus the errors it saw, with every wait bounded by the timeout."""
 
@@ -167,6 +183,9 @@ class AdminSession:
 
         self.settings = settings
         self.collector = ErrorCollector()
+        self.excused_until: Callable[[], float] = lambda: 0.0
+        """The monotonic moment until which a missing leader or coordinator is a fault's
+        doing, not an unreachable cluster (set by a run that injects faults)."""
         try:
             self.admin = AdminClient(client_config(settings, self.collector))
         except (KafkaException, ValueError, TypeError) as exc:
@@ -175,31 +194,37 @@ class AdminSession:
     def unreachable(self, exc: BaseException | None = None) -> ConnectionFailure:
         """The one-line exit-3 error for a cluster we could not talk to."""
         self.admin.poll(0.2)  # serve pending error callbacks: they say why
-        reason = self.collector.explain() or (kafka_message(exc) if exc else None) or "no response"
-        if self.collector.fatal():
-            return ConnectionFailure(
-                f"cannot connect to Kafka at {self.settings.bootstrap_servers}: {reason}")
-        return ConnectionFailure(
-            f"cannot reach Kafka at {self.settings.bootstrap_servers} within "
-            f"{self.settings.timeout:g}s: {reason}"
-        )
+        return unreachable(self.settings, self.collector, exc)
+
+    def gives_up(self, deadline: Deadline) -> bool:
+        """Whether a wait bounded by ``deadline`` is over. A fault the run injected that is
+        still in force, or healed only just, explains the wait: the deadline then moves to
+        the end of that excuse (so every wait stays bounded by the fault's own length plus
+        the timeout)."""
+        if not deadline.expired():
+            return False
+        excused = self.excused_until()
+        if excused > time.monotonic():
+            deadline.at = excused
+            return False
+        return True
 
     def outcome(self, future: Any, within: float) -> Any:
         """An admin future's result within ``within`` seconds, its KafkaException raised as
         is (for callers that read the error's name); a timeout is exit 3."""
         from concurrent.futures import TimeoutError as FutureTimeout
 
-        deadline = time.monotonic() + within
+        deadline = Deadline(within)
         while True:
             # Short slices: a wrong password or an untrusted certificate ends the wait at
             # once instead of after the whole timeout.
             try:
-                result = future.result(timeout=max(0.0, min(0.25, deadline - time.monotonic())))
+                result = future.result(timeout=deadline.slice(0.25))
                 self.admin.poll(0)  # hand queued librdkafka log lines to logging (-vv)
                 return result
             except FutureTimeout:
                 self.admin.poll(0)  # serve error callbacks: they tell a fatal error
-                if self.collector.fatal() or time.monotonic() >= deadline:
+                if self.collector.fatal() or self.gives_up(deadline):
                     raise self.unreachable() from None
 
     def wait(self, future: Any, within: float | None = None) -> Any:
@@ -303,7 +328,7 @@ class AdminSession:
         level = (IsolationLevel.READ_COMMITTED if read_committed
                  else IsolationLevel.READ_UNCOMMITTED)
         timeout = self.settings.timeout
-        deadline = time.monotonic() + max(timeout, 10)
+        deadline = Deadline(max(timeout, 10))
         found: dict[tuple[str, int], int] = {}
         pending = list(dict.fromkeys(partitions))
         while pending:
@@ -326,7 +351,7 @@ class AdminSession:
             # step (UNKNOWN_LEADER_EPOCH, NOT_LEADER...; librdkafka does not flag these admin
             # errors retriable): ask again until the deadline. Bad credentials are not cured
             # by asking again.
-            if time.monotonic() >= deadline or self.collector.fatal():
+            if self.collector.fatal() or self.gives_up(deadline):
                 if failed is None or self.collector.fatal():
                     raise self.unreachable(next(iter(errors.values()))) from None
                 for key, error in errors.items():

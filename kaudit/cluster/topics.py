@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
 from kaudit.errors import ConnectionFailure, InputError
+from kaudit.waiting import Deadline, wait_for
 
 
 @dataclass(frozen=True)
@@ -66,16 +67,15 @@ def create_probe_topic(session: AdminSession, spec: TopicSpec) -> None:
             raise InputError(f"cannot create {spec.name}: {kafka_message(exc)}") from None
         raise session.unreachable(exc) from None
     # Wait until every partition has a leader: producing earlier only measures start-up.
-    deadline = time.monotonic() + session.settings.timeout
-    while time.monotonic() < deadline:
+    def every_partition_led() -> bool:
         md = session.admin.list_topics(topic=spec.name, timeout=session.settings.timeout)
         topic = md.topics.get(spec.name)
-        if topic and topic.error is None and len(topic.partitions) == spec.partitions and all(
-                p.leader >= 0 for p in topic.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise ConnectionFailure(f"topic {spec.name} has partitions without a leader after "
-                            f"{session.settings.timeout:g}s")
+        return bool(topic and topic.error is None and len(topic.partitions) == spec.partitions
+                    and all(p.leader >= 0 for p in topic.partitions.values()))
+
+    if not wait_for(every_partition_led, session.settings.timeout):
+            raise ConnectionFailure(f"topic {spec.name} has partitions without a leader after "
+                                f"{session.settings.timeout:g}s")
 
 
 def delete_probe_topic(session: AdminSession, name: str) -> bool:
@@ -92,7 +92,7 @@ def partition_roles(session: AdminSession, topic: str, partition: int = 0
                     ) -> tuple[int, list[int]]:
     """A partition's leader and its in-sync followers, fresh from metadata."""
     timeout = session.settings.timeout
-    deadline = time.monotonic() + max(timeout, 10)
+    deadline = Deadline(max(timeout, 10))
     while True:
         # A fault's target is looked up right after the previous fault too (bounce-leader):
         # metadata can time out, or show no leader while an election is under way.
@@ -104,7 +104,7 @@ def partition_roles(session: AdminSession, topic: str, partition: int = 0
             problem = f"partition {partition} of {topic} has no leader"
         except client.KafkaException as exc:
             problem = str(exc)
-        if time.monotonic() >= deadline:
+        if session.gives_up(deadline):
             raise session.unreachable(client.KafkaException(problem)) from None
         time.sleep(0.3)
 
@@ -113,13 +113,9 @@ def wait_until_in_sync(session: AdminSession, wait_s: float, interrupted: thread
                        ) -> bool:
     """Wait until every partition of every topic has all its replicas in sync: a healthy
     cluster to start an experiment on. False after ``wait_s`` or when interrupted."""
-    deadline = time.monotonic() + wait_s
-    while not interrupted.is_set():
+    def all_in_sync() -> bool:
         metadata = session.list_topics()
-        if all(len(p.isrs) == len(p.replicas)
-               for t in metadata.topics.values() for p in t.partitions.values()):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.5)
-    return False
+        return all(len(p.isrs) == len(p.replicas)
+                   for t in metadata.topics.values() for p in t.partitions.values())
+
+    return bool(wait_for(all_in_sync, wait_s, every=0.5, cancel=interrupted))

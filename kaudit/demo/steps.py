@@ -223,7 +223,7 @@ class Demo:
         happen, not hoped for)."""
         from kaudit.cluster.client import AdminSession
         from kaudit.cluster.topics import wait_until_in_sync
-        from kaudit.probe.faults import parse_fault_at
+        from kaudit.probe.faults.registry import parse_fault_at
         from kaudit.probe.matrix import build_grid, run_matrix
         from kaudit.probe.model import ProbeSettings
         from kaudit.report.base import render

@@ -208,6 +208,8 @@ def command_page(command: CommandDoc, root: CommandDoc) -> str:
             w.paragraph(inline(para))
         _arguments(w, sub.arguments, heading=False)
         _options(w, sub.options)
+    if command.page == "kaudit-probe":
+        _faults(w)
     _exit_status(w)
     _see_also(w, root, exclude=command.page)
     return w.page()
@@ -277,6 +279,25 @@ def _usage(command: CommandDoc) -> str:
         shown = italic(argument.name) + ("..." if argument.variadic else "")
         parts.append(shown if argument.required else f"[{shown}]")
     return " ".join(parts)
+
+
+_COMMANDS_OF = {"probe": "kaudit probe, probe matrix and probe prove",
+                "probe consume": "kaudit probe consume"}
+
+
+def _faults(w: RoffWriter) -> None:
+    """Every fault of --fault, from the one registry the parser and the help read."""
+    from kaudit.probe.faults.registry import FAULTS
+
+    w.section("faults")
+    w.paragraph(inline("What each --fault does, and which commands take it. Lab faults "
+                       "signal the brokers of the lab that --lab-state-dir names."))
+    for fault in FAULTS.values():
+        where = " and ".join(_COMMANDS_OF[c] for c in fault.commands)
+        lab = "the lab" if fault.on_lab else "any cluster"
+        w.tagged(bold(fault.usage()),
+                 [inline(f"{fault.description[0].upper()}{fault.description[1:]}. "
+                         f"On {lab}; {where}.")])
 
 
 def _exit_status(w: RoffWriter) -> None:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
-from kaudit.probe.faults import SHORT_REQUEST_TIMEOUT_MS, FaultSpec, LabControl, parse_fault
+from kaudit.probe.faults.lab import lab_for
+from kaudit.probe.faults.registry import SHORT_REQUEST_TIMEOUT_MS, FaultSpec, parse_fault
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.runner import run_probe
 
@@ -87,11 +88,8 @@ def run_matrix(conn: ConnectionSettings, base: ProbeSettings, cells: list[Matrix
                trials: int, interrupted: threading.Event,
                progress: Callable[[str], None]) -> list[MatrixRow]:
     """Run every cell ``trials`` times; stops early (keeping what ran) on Ctrl-C."""
-    if any(cell.fault is not None and cell.fault.needs_lab for cell in cells):
-        from kaudit.lab.state import default_state_dir
-
-        # No lab there is exit 2 before the first cell, not after its progress line.
-        LabControl((base.lab_state_dir or default_state_dir()).expanduser())
+    # No lab there is exit 2 before the first cell, not after its progress line.
+    lab_for(tuple(cell.fault for cell in cells if cell.fault), base.lab_state_dir)
     rows = []
     for n, cell in enumerate(cells, 1):
         props = dict(base.producer_properties)

@@ -8,7 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.errors import InputError
-from kaudit.probe.faults import SHORT_REQUEST_TIMEOUT_MS, FaultSpec
+from kaudit.probe.faults.registry import (
+    SHORT_REQUEST_TIMEOUT_MS,
+    FaultAt,
+    FaultSpec,
+    describe_fault_at,
+)
 from kaudit.probe.latency import LatencyHistogram, Timeline
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.monitor import ProbeEvent
@@ -66,7 +71,7 @@ class ProbeSettings:
     count: int | None = None
     duration: float | None = None
     faults: tuple[FaultSpec, ...] = ()
-    fault_at: tuple[str, float] = ("progress", 0.4)
+    fault_at: FaultAt = ("progress", 0.4)
     fault_duration: float = 10.0
     expect: str | None = None
     keep: bool = False
@@ -94,7 +99,7 @@ class ProbeSettings:
                 conf[key] = value
         if any(f.kind == "lose-responses" for f in self.faults):
             # The fault times requests out on purpose: they must give up before the
-            # followers are resumed (see faults.LOSE_RESPONSES_DEFAULT_S).
+            # followers are resumed (see faults.registry.LOSE_RESPONSES_DEFAULT_S).
             conf["request.timeout.ms"] = SHORT_REQUEST_TIMEOUT_MS
         conf.update(self.producer_properties)
         return conf
@@ -113,8 +118,7 @@ class ProbeSettings:
             "linger_ms": self.linger_ms, "compression": self.compression,
             "message_size": self.message_size, "rate": self.rate, "count": self.count,
             "duration": self.duration, "faults": [f.label() for f in self.faults],
-            "fault_at": (f"{self.fault_at[1] * 100:g}%" if self.fault_at[0] == "progress"
-                         else f"{self.fault_at[1]:g}s") if self.faults else None,
+            "fault_at": describe_fault_at(self.fault_at) if self.faults else None,
             "fault_duration": self.fault_duration if self.faults else None,
             "expect": self.expect, "max_unavailable": self.max_unavailable,
             "existing_topic": self.existing,

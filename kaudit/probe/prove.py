@@ -19,7 +19,8 @@ from kaudit.cluster.topics import wait_until_in_sync
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.probe.consume.model import ConsumeReport, ConsumeSettings
 from kaudit.probe.consume.runner import run_consume
-from kaudit.probe.faults import LabControl, parse_fault
+from kaudit.probe.faults.lab import LabControl
+from kaudit.probe.faults.registry import parse_fault
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.runner import run_probe
 

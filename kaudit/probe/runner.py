@@ -24,7 +24,7 @@ import gc
 import threading
 import time
 import uuid
-from typing import Any
+from dataclasses import replace
 
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import (
@@ -36,164 +36,214 @@ from kaudit.cluster.topics import (
 )
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
-from kaudit.probe.faults import FaultInjector, LabControl, ProducerRestart
+from kaudit.probe.faults.injector import FaultInjector, ProducerRestart, Targets
+from kaudit.probe.faults.lab import lab_for
 from kaudit.probe.latency import Timeline
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.monitor import EventLog, LeaderMonitor
-from kaudit.probe.produce import Progress, SendProgress, produce_messages
+from kaudit.probe.produce import ProgressDisplay, SendTarget, SendTracker, Sent, produce_messages
 from kaudit.probe.readback import LatencyTail, ReadPass, live_pass_doubt, read_back, read_ends
-from kaudit.probe.verifier import Verifier
+from kaudit.probe.verifier import Verification, Verifier
 
 DEFAULT_COUNT = 10_000
 
 
 def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
               interrupted: threading.Event | None = None,
-              progress: Progress | None = None) -> ProbeReport:
+              display: ProgressDisplay | None = None) -> ProbeReport:
     """Run the probe end to end; see the module docstring."""
     interrupted = interrupted or threading.Event()
     if settings.count is None and settings.duration is None:
-        settings = _replace(settings, count=DEFAULT_COUNT)
-    lab = None
-    if any(f.needs_lab for f in settings.faults):
-        from kaudit.lab.state import default_state_dir
-
-        lab = LabControl((settings.lab_state_dir or default_state_dir()).expanduser())
-
+        settings = replace(settings, count=DEFAULT_COUNT)
+    lab_for(settings.faults, settings.lab_state_dir)  # no lab is exit 2 before any topic
     session = AdminSession(conn)
     run_id = uuid.uuid4().bytes
     name = settings.topic or f"kaudit-probe-{run_id.hex()[:12]}"
+    run = ProbeRun(conn, settings, session, name, _probe_partitions(session, settings, name),
+                   run_id, interrupted)
+    try:
+        run.send(display)
+        run.verify()
+    finally:
+        run.clean_up()
+    return run.report()
+
+
+def _probe_partitions(session: AdminSession, settings: ProbeSettings, name: str) -> list[int]:
+    """The partitions of the topic to probe: an existing one's, or a new one's."""
     partitions = topic_partitions(session, name)
     if settings.existing:
         if partitions is None:
             raise InputError(f"--existing: topic {name} does not exist")
-    else:
-        if partitions is not None:
-            raise InputError(f"topic {name} already exists; pass --existing to probe it "
-                             "(kaudit never reuses a topic silently)")
-        create_probe_topic(session, TopicSpec(name, settings.partitions,
-                                              settings.replication_factor,
-                                              settings.min_insync_replicas,
-                                              settings.unclean_leader_election))
-        partitions = list(range(settings.partitions))
-    assert partitions is not None
-    started = time.monotonic()
-    log = EventLog(started)
-    notes: list[str] = []
-    # The admin client asks again while leadership is still moving after the previous
-    # trial's fault; a consumer's watermark query gave up on NOT_LEADER_OR_FOLLOWER.
-    start_offsets = session.list_offsets(name, partitions, "latest")
-    monitor = LeaderMonitor(session, name, log)
-    monitor.sample()
-    monitor.start()
-    deleted = False
-    ledger = Ledger(max(partitions) + 1)
-    live: ReadPass | None = None
-    try:
-        tracker = SendProgress(settings, progress)
-        injector = None
-        restart = (ProducerRestart()
-                   if any(f.kind == "restart-producer" for f in settings.faults) else None)
-        if settings.faults:
-            # A fault waits for the first acknowledged write to partition 0 too: before it,
-            # a run measures the producer's start-up (a producer id, metadata), not the
-            # fault, and a schedule would meet writes that had not begun.
-            first = 0 if 0 in partitions else partitions[0]
+        return partitions
+    if partitions is not None:
+        raise InputError(f"topic {name} already exists; pass --existing to probe it "
+                         "(kaudit never reuses a topic silently)")
+    create_probe_topic(session, TopicSpec(name, settings.partitions,
+                                          settings.replication_factor,
+                                          settings.min_insync_replicas,
+                                          settings.unclean_leader_election))
+    return list(range(settings.partitions))
 
-            def trigger() -> bool:
-                return tracker.trigger() and ledger.partition_counts(first)["acked"] > 0
 
-            injector = FaultInjector(list(settings.faults), trigger,
-                                     settings.fault_duration, log, lab,
-                                     lambda: partition_roles(session, name), restart,
-                                     settings.transactional)
-            tracker.hold = injector.under_way
-            injector.start()
-        tail = (LatencyTail(conn, name, partitions, start_offsets, run_id)
-                if settings.e2e_latency else None)
-        if tail:
-            tail.start()
-        verifier = Verifier(ledger, run_id)
-        if not settings.faults:  # a fault sets the live pass aside anyway: spare the load
-            live = ReadPass(conn, settings, name, partitions, start_offsets, verifier,
-                            run_id, 1)
+class ProbeRun:
+    """One probe's state between its steps: send, verify, clean up, report."""
+
+    def __init__(self, conn: ConnectionSettings, settings: ProbeSettings,
+                 session: AdminSession, topic: str, partitions: list[int], run_id: bytes,
+                 interrupted: threading.Event) -> None:
+        self.conn, self.settings, self.session = conn, settings, session
+        self.topic, self.partitions, self.run_id = topic, partitions, run_id
+        self.interrupted = interrupted
+        self.started = time.monotonic()
+        self.log = EventLog(self.started)
+        self.notes: list[str] = []
+        self.ledger = Ledger(max(partitions) + 1)
+        self.deleted = False
+        self.live: ReadPass | None = None
+        self.live_kept = False
+        self.drain_complete = True
+        self.tail: LatencyTail | None = None
+        self.sent: Sent | None = None
+        self.verification: Verification | None = None
+        self.read_then_lost: int | None = None
+        # The admin client asks again while leadership is still moving after the previous
+        # trial's fault; a consumer's watermark query gave up on NOT_LEADER_OR_FOLLOWER.
+        self.start_offsets = session.list_offsets(topic, partitions, "latest")
+        self.monitor = LeaderMonitor(session, topic, self.log)
+        self.monitor.sample()
+        self.monitor.start()
+        self.verifier = Verifier(self.ledger, run_id)
+
+    def send(self, display: ProgressDisplay | None) -> None:
+        """Send every message, with the faults injected and healed meanwhile, the live
+        read-back pass (when no fault can rewrite the log behind it) and the latency tail
+        beside it."""
+        s = self.settings
+        tracker = SendTracker(s, display)
+        restart = ProducerRestart() if any(f.kind == "restart-producer" for f in s.faults) \
+            else None
+        injector = self._injector(tracker, restart) if s.faults else None
+        if s.e2e_latency:
+            self.tail = LatencyTail(self.conn, self.topic, self.partitions, self.start_offsets,
+                                    self.run_id)
+            self.tail.start()
+        if not s.faults:  # a fault sets the live pass aside anyway: spare the load
+            self.live = ReadPass(self.conn, s, self.topic, self.partitions,
+                                 self.start_offsets, self.verifier, self.run_id, 1)
+        target = SendTarget(self.topic, self.partitions, self.run_id, self.ledger, self.log,
+                            self.notes)
         # The send loop and the live pass allocate a few objects per message and keep
         # none: the cyclic collector would only rescan the heap, again and again.
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            produced = produce_messages(conn, settings, name, partitions, run_id, ledger,
-                                        tracker, interrupted, log, notes,
-                                        live.step if live is not None else None,
-                                        restart)
+            self.sent = produce_messages(self.conn, s, target, tracker, self.interrupted,
+                                         self.live.step if self.live is not None else None,
+                                         restart)
         finally:
             if gc_was_enabled:
                 gc.enable()
             if injector:
                 injector.cancel()
-                injector.join(timeout=settings.fault_duration + 150)
+                injector.join(timeout=s.fault_duration + 150)
                 injector.heal()
-                notes.extend(injector.errors)
-        ack_latency, timeline, produce_seconds, send_errors = produced
-        ledger.finish()
-        monitor.stop()
-        drain_complete = True
-        live_kept = False
-        ends = read_ends(session, settings, name, partitions, start_offsets, ledger)
-        if live is not None:
-            complete = live.drain(ends)
-            doubt = live_pass_doubt(session, name, partitions, log, start_offsets)
-            live.close()
-            live = None
-            if doubt is None:
-                live_kept = True
-                verifier.pass_done(1)
-                drain_complete = complete
-            else:
-                notes.append(f"the live read-back pass was set aside ({doubt}); "
-                             "pass 1 read the topic again after the run")
-                verifier = Verifier(ledger, run_id)
+                self.notes.extend(injector.errors)
+        self.ledger.finish()
+        self.monitor.stop()
+
+    def _injector(self, tracker: SendTracker, restart: ProducerRestart | None
+                  ) -> FaultInjector:
+        s = self.settings
+        # A fault waits for the first acknowledged write to partition 0 too: before it, a
+        # run measures the producer's start-up (a producer id, metadata), not the fault,
+        # and a schedule would meet writes that had not begun.
+        first = 0 if 0 in self.partitions else self.partitions[0]
+
+        def trigger() -> bool:
+            return tracker.trigger() and self.ledger.partition_counts(first)["acked"] > 0
+
+        targets = Targets(lambda: partition_roles(self.session, self.topic), restart=restart,
+                          transactional=s.transactional)
+        injector = FaultInjector(list(s.faults), trigger, s.fault_duration, self.log,
+                                 lab_for(s.faults, s.lab_state_dir), targets,
+                                 settle_s=self.conn.timeout)
+        # A leader missing while the fault is in force is the fault's doing: wait it out.
+        self.session.excused_until = injector.excused_until
+        tracker.hold = injector.under_way
+        injector.start()
+        return injector
+
+    def verify(self) -> None:
+        """Read every partition back past its last acknowledged offset, in one or two
+        passes (see the module docstring), and place each loss and duplicate in time."""
+        ends = read_ends(self.session, self.settings, self.topic, self.partitions,
+                         self.start_offsets, self.ledger)
+        if self.live is not None:
+            self._judge_live_pass(ends)
         for pass_no in (1, 2):
-            if pass_no == 1 and live_kept:
-                complete = drain_complete
+            if pass_no == 1 and self.live_kept:
+                complete = self.drain_complete
             else:
-                complete = read_back(conn, settings, name, partitions, start_offsets,
-                                     ends, verifier, run_id, pass_no)
-                verifier.pass_done(pass_no)
-                drain_complete = drain_complete and complete
+                complete = read_back(self.conn, self.settings, self.topic, self.partitions,
+                                     self.start_offsets, ends, self.verifier, self.run_id,
+                                     pass_no)
+                self.verifier.pass_done(pass_no)
+                self.drain_complete = self.drain_complete and complete
             # The second pass only tells a consumer miss from log loss: with no
             # acknowledged message missing after the first, there is nothing to tell.
-            if pass_no == 1 and complete and verifier.result().lost == 0:
+            if pass_no == 1 and complete and self.verifier.result().lost == 0:
                 break
-        if tail:
-            tail.stop()
-        verification = verifier.result()
-        read_then_lost = tail.read_then_lost(verifier) if tail else None
-        _place_outcomes(timeline, verifier, partitions)
-    finally:
-        if live is not None:
-            live.close()
-        monitor.stop()
-        if not settings.existing and not settings.keep:
-            deleted = delete_probe_topic(session, name)
-            if not deleted:
-                notes.append(f"could not delete probe topic {name}; delete it by hand")
-    return ProbeReport(
-        run_id=run_id.hex(), topic=name, settings=settings, verification=verification,
-        ledger=ledger, ack_latency=ack_latency,
-        e2e_latency=tail.histogram if tail else None, timeline=timeline,
-        events=log.events(), produce_seconds=produce_seconds,
-        total_seconds=time.monotonic() - started, send_errors=send_errors,
-        drain_complete=drain_complete, interrupted=interrupted.is_set(), topic_deleted=deleted,
-        notes=notes, live_verification=live_kept, read_then_lost=read_then_lost)
+        if self.tail:
+            self.tail.stop()
+        self.verification = self.verifier.result()
+        self.read_then_lost = self.tail.read_then_lost(self.verifier) if self.tail else None
+        assert self.sent is not None
+        _place_outcomes(self.sent.timeline, self.verifier, self.partitions)
 
+    def _judge_live_pass(self, ends: dict[int, int]) -> None:
+        """Keep the live pass as pass 1 when nothing can have rewritten the log behind it;
+        else set it aside for a fresh pass 1."""
+        assert self.live is not None
+        complete = self.live.drain(ends)
+        doubt = live_pass_doubt(self.session, self.topic, self.partitions, self.log,
+                                self.start_offsets)
+        self.live.close()
+        self.live = None
+        if doubt is None:
+            self.live_kept = True
+            self.verifier.pass_done(1)
+            self.drain_complete = complete
+        else:
+            self.notes.append(f"the live read-back pass was set aside ({doubt}); "
+                              "pass 1 read the topic again after the run")
+            self.verifier = Verifier(self.ledger, self.run_id)
 
-def _replace(settings: ProbeSettings, **changes: Any) -> ProbeSettings:
-    from dataclasses import replace
+    def clean_up(self) -> None:
+        """Whatever happened: readers closed, the monitor stopped, the topic deleted unless
+        kept or existing."""
+        if self.live is not None:
+            self.live.close()
+        self.monitor.stop()
+        if not self.settings.existing and not self.settings.keep:
+            self.deleted = delete_probe_topic(self.session, self.topic)
+            if not self.deleted:
+                self.notes.append(f"could not delete probe topic {self.topic}; delete it by "
+                                  "hand")
 
-    return replace(settings, **changes)
-
+    def report(self) -> ProbeReport:
+        assert self.sent is not None and self.verification is not None
+        sent = self.sent
+        return ProbeReport(
+            run_id=self.run_id.hex(), topic=self.topic, settings=self.settings,
+            verification=self.verification, ledger=self.ledger, ack_latency=sent.ack_latency,
+            e2e_latency=self.tail.histogram if self.tail else None, timeline=sent.timeline,
+            events=self.log.events(), produce_seconds=sent.produce_seconds,
+            total_seconds=time.monotonic() - self.started, send_errors=sent.errors,
+            drain_complete=self.drain_complete, interrupted=self.interrupted.is_set(),
+            topic_deleted=self.deleted, notes=self.notes, live_verification=self.live_kept,
+            read_then_lost=self.read_then_lost)
 
 
 def _place_outcomes(timeline: Timeline, verifier: Verifier, partitions: list[int]) -> None:

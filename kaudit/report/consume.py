@@ -72,9 +72,10 @@ def consume_table(report: ConsumeReport) -> str:
     s, v = report.settings, report.verification
     crash = (f"a crash every {s.crash_every:g} s ({s.crash_point})" if s.crash_every
              else "no crashes")
+    faults = f"; faults {', '.join(f.label() for f in s.faults)}" if s.faults else ""
     lines = [f"kaudit probe consume: --commit {s.strategy}, {s.workers} worker(s), "
              f"{v.records:,} records in {s.partitions} partition(s) of {report.topic}; "
-             f"{crash}" + (f"; faults {', '.join(s.faults)}" if s.faults else ""), ""]
+             f"{crash}{faults}", ""]
     lines.append(tabulate(
         [(v.records, v.processed, v.lost, v.duplicated, v.extra_processings, v.reordered,
           len(v.crashes), report.restarts, v.delivered(), PROMISES[s.strategy])],

@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kaudit"
 MAX_LINES = 500
+MAX_BODY_LINES = 80
 KAFKA_DOOR = "kaudit/cluster/client.py"
 
 
@@ -89,6 +90,36 @@ def test_only_the_door_imports_confluent_kafka() -> None:
 def test_module_is_small(module: str, path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{module} has {lines} lines; split it (ARCHITECTURE.md)"
+
+
+def _long_functions(source: str) -> Iterator[tuple[str, int, int]]:
+    """Every function whose body, its docstring left out, runs past MAX_BODY_LINES:
+    (name, line, body lines)."""
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body
+        if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]
+        if body:
+            lines = (body[-1].end_lineno or body[-1].lineno) - body[0].lineno + 1
+            if lines > MAX_BODY_LINES:
+                yield node.name, node.lineno, lines
+
+
+def test_no_function_body_is_longer_than_a_reader_can_hold() -> None:
+    long = [f"{path.relative_to(ROOT)}:{line}: {name} has {lines} lines"
+            for _, path in _modules()
+            for name, line, lines in _long_functions(path.read_text(encoding="utf-8"))]
+    assert long == [], f"split by what each part does (at most {MAX_BODY_LINES} lines)"
+
+
+def test_the_length_rule_counts_the_body_without_its_docstring() -> None:
+    body = "\n".join(f"    x = {i}" for i in range(MAX_BODY_LINES))
+    fits = f'def f():\n    """Doc\n\n    more doc."""\n{body}\n'
+    assert list(_long_functions(fits)) == []
+    assert list(_long_functions(fits + "    return x\n")) == [("f", 1, MAX_BODY_LINES + 1)]
 
 
 def test_the_checker_sees_a_wrong_import(tmp_path: Path) -> None:

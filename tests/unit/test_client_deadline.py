@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 import kaudit.cluster.client as client_module
+import kaudit.waiting as waiting_module
 from kaudit.cluster.client import AdminSession
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
@@ -66,8 +67,9 @@ class SilentAdmin:
 @pytest.fixture
 def silent(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeClock, SilentAdmin]:
     clock = FakeClock()
-    # Only this module's clock: pytest's own timing stays real.
+    # Only the client's clock and its deadlines': pytest's own timing stays real.
     monkeypatch.setattr(client_module, "time", SimpleNamespace(monotonic=clock.monotonic))
+    monkeypatch.setattr(waiting_module, "time", SimpleNamespace(monotonic=clock.monotonic))
     return clock, SilentAdmin(clock)
 
 

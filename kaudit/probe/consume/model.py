@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.probe.consume.verify import ConsumeVerification
+from kaudit.probe.faults.registry import FaultAt, FaultSpec, describe_fault_at
 
 STRATEGIES = ("before-process", "after-process", "auto", "transactional", "sink-offsets")
 """--commit values, in the order the help explains them."""
@@ -18,8 +19,6 @@ PROMISES = {
     "sink-offsets": "exactly-once",
 }
 """What each strategy is documented to give under crashes (DESIGN.md, the seeds)."""
-CONSUMER_FAULTS = ("kill-leader", "kill-coordinator")
-"""Broker faults (lab): SIGKILL the input's partition-0 leader, or the group coordinator."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,8 @@ class ConsumeSettings:
     max_crashes: int | None = None
     rebalance_every: float | None = None
     static_membership: bool = True
-    faults: tuple[str, ...] = ()
-    fault_at: tuple[str, float] = ("progress", 0.4)
+    faults: tuple[FaultSpec, ...] = ()
+    fault_at: FaultAt = ("progress", 0.4)
     fault_duration: float = 10.0
     lab_state_dir: Path | None = None
     expect: str | None = None
@@ -68,9 +67,8 @@ class ConsumeSettings:
             "auto_commit_ms": self.auto_commit_ms if self.strategy == "auto" else None,
             "crash_every": self.crash_every, "crash_point": self.crash_point,
             "max_crashes": self.max_crashes, "rebalance_every": self.rebalance_every,
-            "static_membership": self.static_membership, "faults": list(self.faults),
-            "fault_at": (f"{self.fault_at[1] * 100:g}%" if self.fault_at[0] == "progress"
-                         else f"{self.fault_at[1]:g}s") if self.faults else None,
+            "static_membership": self.static_membership, "faults": [f.label() for f in self.faults],
+            "fault_at": describe_fault_at(self.fault_at) if self.faults else None,
             "fault_duration": self.fault_duration if self.faults else None,
             "expect": self.expect, "seed": self.seed,
         }

@@ -9,7 +9,9 @@ from typing import Any, cast
 import pytest
 
 from kaudit.errors import InputError
-from kaudit.probe.faults import FaultInjector, LabControl, ProducerRestart, parse_fault
+from kaudit.probe.faults.injector import FaultInjector, ProducerRestart, Targets
+from kaudit.probe.faults.lab import LabControl
+from kaudit.probe.faults.registry import parse_fault
 from kaudit.probe.monitor import EventLog
 
 
@@ -33,7 +35,7 @@ def test_a_run_that_ends_early_says_how_many_bounces_it_had() -> None:
     lab = RecordingLab()
     log = EventLog(time.monotonic())
     injector = FaultInjector([parse_fault("bounce-leader:3")], lambda: True, 0.3, log,
-                             cast(LabControl, cast(Any, lab)), lambda: (1, [2, 3]))
+                             cast(LabControl, cast(Any, lab)), Targets(lambda: (1, [2, 3])))
     lab.injector = injector
     injector.run()
     assert lab.calls == [("KILL", 1), ("start", 1)]
@@ -47,7 +49,7 @@ def test_a_run_that_ends_early_says_how_many_bounces_it_had() -> None:
 def test_exec_heal_is_one_heal_event_with_its_exit_code() -> None:
     log = EventLog(time.monotonic())
     injector = FaultInjector([parse_fault("exec:'true'"), parse_fault("exec-heal:'false'")],
-                             lambda: True, 0.0, log, None, lambda: (1, [2, 3]))
+                             lambda: True, 0.0, log, None, Targets(lambda: (1, [2, 3])))
     injector.run()
     assert [(e.kind, e.detail) for e in log.events()] == [
         ("fault", "exec command exited 0"),
@@ -81,7 +83,7 @@ def test_lag_then_kill_leader_freezes_followers_kills_the_leader_then_resumes() 
     lab = OrderLab()
     log = EventLog(time.monotonic())
     injector = FaultInjector([parse_fault("lag-then-kill-leader:0.1")], lambda: True, 0.0,
-                             log, cast(LabControl, cast(Any, lab)), lambda: (1, [2, 3]))
+                             log, cast(LabControl, cast(Any, lab)), Targets(lambda: (1, [2, 3])))
     lab.injector = injector
     injector.run()  # the leader stays down for --fault-duration (0 here), then restarts
     # The kill comes while the followers are still frozen (else they would fetch the
@@ -102,7 +104,7 @@ def test_lag_then_kill_leader_without_followers_kills_nothing() -> None:
     lab = OrderLab()
     log = EventLog(time.monotonic())
     injector = FaultInjector([parse_fault("lag-then-kill-leader")], lambda: True, 0.0, log,
-                             cast(LabControl, cast(Any, lab)), lambda: (1, []))
+                             cast(LabControl, cast(Any, lab)), Targets(lambda: (1, [])))
     injector.run()
     assert lab.calls == []
     assert injector.errors == ["lag-then-kill-leader:3: lag-then-kill-leader: partition 0 "
@@ -121,7 +123,7 @@ def test_the_run_is_held_until_the_fault_is_healed_after_its_duration() -> None:
     lab = OrderLab()
     log = EventLog(time.monotonic())
     injector = FaultInjector([parse_fault("kill-broker:2")], lambda: True, 0.3, log,
-                             cast(LabControl, cast(Any, lab)), lambda: (1, [2, 3]))
+                             cast(LabControl, cast(Any, lab)), Targets(lambda: (1, [2, 3])))
     lab.injector = injector
     injector.run()
     # Down for --fault-duration, then restarted: the run is held open through both.
@@ -132,7 +134,7 @@ def test_the_run_is_held_until_the_fault_is_healed_after_its_duration() -> None:
 def test_the_run_is_held_from_the_trigger_before_the_injector_notices_it() -> None:
     fired = [False]
     injector = FaultInjector([parse_fault("exec:'true'")], lambda: fired[0], 0.0,
-                             EventLog(time.monotonic()), None, lambda: (1, [2, 3]))
+                             EventLog(time.monotonic()), None, Targets(lambda: (1, [2, 3])))
     assert not injector.under_way()  # not triggered yet: the run may end
     fired[0] = True
     assert injector.under_way()  # triggered, not injected yet: the run must wait for it
@@ -147,7 +149,8 @@ def test_shrink_isr_then_kill_leader_waits_for_the_isr_to_shrink_then_restarts_a
     # What metadata says after the followers were killed: still in the ISR for a while.
     roles = iter([(1, [2, 3]), (1, [2, 3]), (1, [3]), (1, [])])
     injector = FaultInjector([parse_fault("shrink-isr-then-kill-leader:0.1")], lambda: True,
-                             0.0, log, cast(LabControl, cast(Any, lab)), lambda: next(roles))
+                             0.0, log, cast(LabControl, cast(Any, lab)),
+                             Targets(lambda: next(roles)))
     lab.injector = injector
     injector.run()
     # The stale follower 2 is started by the schedule itself; the heals bring back the
@@ -166,7 +169,7 @@ def test_lose_responses_freezes_the_followers_for_its_seconds_and_kills_nothing(
     lab = OrderLab()
     log = EventLog(time.monotonic())
     injector = FaultInjector([parse_fault("lose-responses:0.2")], lambda: True, 60.0, log,
-                             cast(LabControl, cast(Any, lab)), lambda: (1, [2, 3]))
+                             cast(LabControl, cast(Any, lab)), Targets(lambda: (1, [2, 3])))
     lab.injector = injector
     started = time.monotonic()
     injector.run()
@@ -195,7 +198,8 @@ def test_restart_producer_drops_the_session_while_the_followers_are_frozen() -> 
     restart = ProducerRestart()
     seen: list[str] = []
     injector = FaultInjector([parse_fault("restart-producer")], lambda: True, 0.0, log,
-                             cast(LabControl, cast(Any, lab)), lambda: (1, [2, 3]), restart)
+                             cast(LabControl, cast(Any, lab)),
+                             Targets(lambda: (1, [2, 3]), restart=restart))
     loop = _send_loop(restart, seen)
     injector.run()
     loop.join(10)
@@ -213,7 +217,7 @@ def test_restart_producer_with_transactions_needs_no_freeze() -> None:
     seen: list[str] = []
     injector = FaultInjector([parse_fault("restart-producer")], lambda: True, 0.0,
                              EventLog(time.monotonic()), cast(LabControl, cast(Any, lab)),
-                             lambda: (1, [2, 3]), restart, transactional=True)
+                             Targets(lambda: (1, [2, 3]), restart=restart, transactional=True))
     loop = _send_loop(restart, seen)
     injector.run()
     loop.join(10)
@@ -236,76 +240,88 @@ def test_new_schedules_refuse_bad_seconds(bad: str) -> None:
         parse_fault(bad)
 
 
-class FlakyGroupAdmin:
-    """describe_consumer_groups fails ``failures`` times (a crash or rebalance under way),
-    then names broker 3 as the group's coordinator."""
+def _coordinator_lookup(failures: int) -> Any:
+    """Names broker 3 as the group's coordinator after ``failures`` failed lookups (a crash
+    or rebalance under way)."""
+    left = [failures]
 
-    def __init__(self, failures: int) -> None:
-        self.failures = failures
-
-    def describe_consumer_groups(self, groups: list[str]) -> dict[str, Any]:
-        if self.failures:
-            self.failures -= 1
+    def find() -> int:
+        if left[0]:
+            left[0] -= 1
             raise RuntimeError("KafkaError{code=_TIMED_OUT}")
-        coordinator = type("Node", (), {"id": 3})()
-        return {g: type("Group", (), {"coordinator": coordinator})() for g in groups}
+        return 3
+
+    return find
 
 
-def _consume_run(failures: int) -> Any:
-    from types import SimpleNamespace
+class CountingLab(RecordingLab):
+    def kill(self, broker: int, signal_name: str) -> None:
+        self.calls.append((signal_name, broker))
 
-    from kaudit.probe.consume.runner import Run
 
-    run = Run.__new__(Run)  # no cluster: only its event bookkeeping is used
-    run.settings = cast(Any, SimpleNamespace(faults=["kill-coordinator"], fault_duration=0))
-    run.session = cast(Any, SimpleNamespace(admin=FlakyGroupAdmin(failures),
-                                            wait=lambda described: described))
-    run.group, run.started, run.events, run.notes = "g", time.monotonic(), [], []
-    run.lock = threading.Lock()
-    return run
+def _coordinator_injector(lab: Any, failures: int) -> tuple[FaultInjector, EventLog]:
+    log = EventLog(time.monotonic())
+    targets = Targets(lambda: (1, [2, 3]), coordinator=_coordinator_lookup(failures))
+    return FaultInjector([parse_fault("kill-coordinator", "probe consume")], lambda: True,
+                         0.0, log, cast(LabControl, lab), targets), log
 
 
 def test_kill_coordinator_asks_again_while_the_group_lookup_fails(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from kaudit.probe.consume import runner
+    from kaudit.probe.faults import injector as module
 
-    monkeypatch.setattr(runner, "COORDINATOR_WAIT_S", 5.0)
-    lab, run = RecordingLab(), _consume_run(failures=2)
-    faults = runner._Faults(run, lab)
-    lab.kill = lambda broker, signal_name: lab.calls.append((signal_name, broker))  # type: ignore[method-assign]
-    faults._inject()
+    monkeypatch.setattr(module, "COORDINATOR_WAIT_S", 5.0)
+    lab = CountingLab()
+    injector, log = _coordinator_injector(lab, failures=2)
+    injector.run()
     assert lab.calls == [("KILL", 3), ("start", 3)]
-    assert [e.kind for e in run.events] == ["fault", "heal"] and run.notes == []
+    assert [(e.kind, e.detail) for e in log.events()] == [
+        ("fault", "SIGKILL coordinator 3"), ("heal", "broker 3 restarted")]
+    assert injector.errors == []
 
 
 def test_a_fault_that_cannot_be_injected_is_said_in_the_report(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from kaudit.probe.consume import runner
+    from kaudit.probe.faults import injector as module
 
-    monkeypatch.setattr(runner, "COORDINATOR_WAIT_S", 0.0)
-    lab, run = RecordingLab(), _consume_run(failures=99)
-    runner._Faults(run, lab)._inject()
+    monkeypatch.setattr(module, "COORDINATOR_WAIT_S", 0.0)
+    lab = CountingLab()
+    injector, log = _coordinator_injector(lab, failures=99)
+    injector.run()
     assert lab.calls == []
-    assert [(e.kind, e.detail) for e in run.events] == [
-        ("note", "fault kill-coordinator failed")]
-    assert run.notes == ["fault kill-coordinator failed: KafkaError{code=_TIMED_OUT}"]
+    assert [(e.kind, e.detail) for e in log.events()] == [
+        ("note", "fault kill-coordinator failed: KafkaError{code=_TIMED_OUT}")]
+    assert injector.errors == ["kill-coordinator: KafkaError{code=_TIMED_OUT}"]
 
 
 def test_a_broker_that_cannot_be_restarted_is_said_in_the_report() -> None:
-    from kaudit.probe.consume import runner
-
-    lab, run = RecordingLab(), _consume_run(failures=0)
-    faults = runner._Faults(run, lab)
-    lab.kill = lambda broker, signal_name: lab.calls.append((signal_name, broker))  # type: ignore[method-assign]
+    lab = CountingLab()
+    injector, log = _coordinator_injector(lab, failures=0)
 
     def start(broker: int) -> None:
         raise RuntimeError(f"broker {broker} exited during start: port in use")
 
     lab.start = start  # type: ignore[method-assign]
-    faults._inject()
-    assert [(e.kind, e.detail) for e in run.events] == [
-        ("fault", "kill-coordinator: broker 3 SIGKILLed"),
-        ("note", "heal broker 3 failed")]
-    assert run.notes == ["heal broker 3 failed: broker 3 exited during start: port in use"]
-    faults.heal()  # the run's own heal afterwards has nothing left to restart
-    assert len(run.events) == 2
+    injector.run()
+    assert [(e.kind, e.detail) for e in log.events()] == [
+        ("fault", "SIGKILL coordinator 3"),
+        ("note", "heal failed: broker 3 restarted: broker 3 exited during start: port in use")]
+    assert injector.errors == ["heal broker 3 restarted: broker 3 exited during start: "
+                               "port in use"]
+    injector.heal()  # the run's own heal afterwards has nothing left to restart
+    assert len(log.events()) == 2
+
+
+def test_a_wait_is_excused_while_a_fault_is_in_force_and_just_after_its_heal() -> None:
+    seen: list[float] = []
+    lab = OrderLab()
+    injector = FaultInjector([parse_fault("kill-broker:2")], lambda: True, 0.2,
+                             EventLog(time.monotonic()), cast(LabControl, cast(Any, lab)),
+                             Targets(lambda: (1, [2, 3])), settle_s=30.0)
+    assert injector.excused_until() == 0.0  # no fault yet: nothing is excused
+    lab.kill = lambda broker, signal_name: seen.append(  # type: ignore[method-assign]
+        injector.excused_until() - time.monotonic())
+    injector.run()
+    healed = time.monotonic()
+    assert seen and 29 < seen[0] <= 30  # in force: settle_s from now
+    assert healed - 1 < injector.excused_until() - 30 <= healed  # healed: settle_s after it

@@ -57,7 +57,7 @@ def test_a_message_a_reader_saw_and_the_log_lost_fails() -> None:
 
 
 def test_lose_responses_makes_requests_time_out_unless_told_otherwise() -> None:
-    from kaudit.probe.faults import parse_fault
+    from kaudit.probe.faults.registry import parse_fault
 
     settings = ProbeSettings(faults=(parse_fault("lose-responses"),))
     assert settings.producer_config()["request.timeout.ms"] == 1000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from html.parser import HTMLParser
 
-from kaudit.probe.faults import parse_fault
+from kaudit.probe.faults.registry import parse_fault
 from kaudit.probe.latency import Timeline
 from kaudit.probe.matrix import MatrixCell, MatrixRow
 from kaudit.probe.prove import judge

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kaudit.probe.faults import parse_fault
+from kaudit.probe.faults.registry import parse_fault
 from kaudit.probe.matrix import MatrixCell, MatrixRow
 from kaudit.probe.prove import judge
 from kaudit.report.base import render
