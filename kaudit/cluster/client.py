@@ -160,6 +160,10 @@ def kafka_message(exc: BaseException) -> str:
     return str(text)
 
 
+class LeaderGone(Exception):
+    """A partition's leader answered with no offset: it died and is not fenced yet."""
+
+
 def unreachable(settings: ConnectionSettings, collector: ErrorCollector,
                 exc: BaseException | None = None) -> ConnectionFailure:
     """The one "cannot reach Kafka" error (exit 3), with the reason the client saw: a
@@ -340,9 +344,14 @@ class AdminSession:
                 try:
                     # Python's wait outlasts librdkafka's, so a slow answer is librdkafka's
                     # timeout.
-                    found[(tp.topic, tp.partition)] = int(future.result(timeout=timeout + 5)
-                                                          .offset)
-                except (KafkaException, FutureTimeout) as exc:
+                    offset = int(future.result(timeout=timeout + 5).offset)
+                    if offset < 0 and spec in ("earliest", "latest"):
+                        # A leader that died and is not yet fenced "answers" -1001
+                        # (OFFSET_INVALID), which is no log position at all.
+                        raise LeaderGone(f"no {spec} offset for {tp.topic}[{tp.partition}] "
+                                         f"(answer {offset}): its leader is gone")
+                    found[(tp.topic, tp.partition)] = offset
+                except (KafkaException, FutureTimeout, LeaderGone) as exc:
                     errors[(tp.topic, tp.partition)] = exc
             pending = list(errors)
             if not pending:

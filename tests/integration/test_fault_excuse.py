@@ -1,0 +1,60 @@
+"""A fault is never an error: while a fault the run injected is in force, a missing leader
+is waited out, not reported as an unreachable cluster (real brokers, a real kill)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kaudit.cluster.client import AdminSession
+from kaudit.cluster.topics import TopicSpec, create_probe_topic, delete_probe_topic, partition_roles
+from kaudit.connect.settings import ConnectionSettings
+from kaudit.errors import ConnectionFailure
+from kaudit.probe.faults.injector import FaultInjector, Targets
+from kaudit.probe.faults.lab import LabControl
+from kaudit.probe.faults.registry import parse_fault
+from kaudit.probe.monitor import EventLog
+from kaudit.waiting import wait_for
+from tests.conftest import Lab
+
+pytestmark = pytest.mark.kafka
+
+DOWN_S = 20.0
+"""How long the only replica stays down: past list_offsets' own bound (10 s at least), so
+without the fault's excuse the read gives up every time."""
+
+
+def test_a_leader_missing_while_a_fault_is_in_force_is_waited_out(
+        lab: Lab, restore_brokers: None) -> None:
+    conn = ConnectionSettings(lab.bootstrap, timeout=5)
+    session = AdminSession(conn)
+    topic = f"kaudit-test-excuse-{uuid.uuid4().hex[:8]}"
+    # One replica: while its broker is down the partition has no leader at all.
+    create_probe_topic(session, TopicSpec(topic, 1, 1, 1, None))
+    log = EventLog(time.monotonic())
+    injector = FaultInjector([parse_fault("kill-leader")], lambda: True, DOWN_S, log,
+                             LabControl(Path(lab.state_dir)),
+                             Targets(lambda: partition_roles(session, topic)),
+                             settle_s=conn.timeout)
+    try:
+        injector.start()
+        assert wait_for(lambda: any(e.kind == "fault" for e in log.events()), 60), \
+            "the leader was not killed"
+        # Without the excuse: the read gives up while the only replica is down (exit 3).
+        unexcused = AdminSession(conn)
+        with pytest.raises(ConnectionFailure, match="cannot reach Kafka"):
+            unexcused.list_offsets(topic, [0], "latest")
+        assert injector.is_alive(), "the fault ended before the unexcused read gave up"
+        # With it: the same read waits until the broker is back, and answers.
+        session.excused_until = injector.excused_until
+        assert session.list_offsets(topic, [0], "latest") == {0: 0}
+        injector.join(180)
+        assert [e.kind for e in log.events()] == ["fault", "heal"]
+    finally:
+        injector.cancel()
+        injector.join(180)
+        injector.heal()
+        delete_probe_topic(session, topic)
