@@ -10,11 +10,11 @@ from typing import Annotated
 import typer
 
 from kaudit.cli import options
-from kaudit.cli.interrupt import graceful_interrupt
-from kaudit.errors import ExitCode, InputError
+from kaudit.cli.interrupt import end_run, graceful_interrupt
+from kaudit.errors import InputError
 from kaudit.probe.faults.registry import CONSUMER, fault_help
 from kaudit.report.base import render
-from kaudit.report.output import choose_format, emit
+from kaudit.report.output import choose_format
 
 GROUP = "Consumer group"
 TOPIC = "Input topic"
@@ -175,8 +175,8 @@ def consume(
     conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         report = run_consume(conn, settings, interrupted)
-    emit(render(CONSUME, report, choose_format(format, output)), output)
+    code = end_run(render(CONSUME, report, choose_format(format, output)), output,
+                   interrupted=report.interrupted, failed=report.verdict != "pass")
     if report.interrupted:
         print("kaudit probe consume: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    return ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS
+    return code

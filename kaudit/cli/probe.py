@@ -11,14 +11,14 @@ import typer
 
 from kaudit.cli import options
 from kaudit.cli.clicompat import ParameterSource
-from kaudit.cli.interrupt import graceful_interrupt
+from kaudit.cli.interrupt import end_run, graceful_interrupt
 from kaudit.cli.progress import with_progress_line
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
 from kaudit.probe.faults.registry import PRODUCER as PRODUCER_PROBE
 from kaudit.probe.faults.registry import fault_help
 from kaudit.report.base import render
-from kaudit.report.output import choose_format, emit
+from kaudit.report.output import choose_format
 
 _INTERRUPTED = "kaudit probe: interrupted; verifying what was sent (Ctrl-C again to abandon)"
 
@@ -183,15 +183,14 @@ def probe(
     conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         report = with_progress_line(lambda show: run_probe(conn, settings, interrupted, show))
-    emit(render(PROBE, report, choose_format(format, output, html=True)), output)
+    code = end_run(render(PROBE, report, choose_format(format, output, html=True)), output,
+                   interrupted=report.interrupted, failed=report.verdict != "pass")
     if plot:
         from kaudit.report.plot import plot_timeline
 
         plot_timeline(probe_document(report), plot)
         print(f"kaudit probe: timeline drawn to {plot}", file=sys.stderr)
-    if report.interrupted:
-        return ExitCode.INTERRUPTED
-    return ExitCode.OK if report.verdict == "pass" else ExitCode.FINDINGS
+    return code
 
 
 @app.command()
@@ -254,10 +253,10 @@ def matrix(
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         rows = run_matrix(conn, base, cells, trials, interrupted,
                           lambda line: print(f"kaudit probe matrix: {line}", file=sys.stderr))
-    emit(render(MATRIX, rows, choose_format(format, output, html=True)), output)
-    if interrupted.is_set():
-        return ExitCode.INTERRUPTED
-    return ExitCode.OK
+    # The matrix shows what each setting does; a cell that loses is a finding of the
+    # settings, not a failure of the run.
+    return end_run(render(MATRIX, rows, choose_format(format, output, html=True)), output,
+                   interrupted=interrupted.is_set(), failed=False)
 
 
 @app.command()
@@ -298,10 +297,8 @@ def prove(
                                                      file=sys.stderr),
                                   (only.value,) if only else SIDES)
     proof = Proof(rows, reports, time.monotonic() - started)
-    emit(render(PROVE, proof, choose_format(format, output, html=True)), output)
-    if interrupted.is_set():
-        return ExitCode.INTERRUPTED
-    return ExitCode.OK if proof.verdict == "confirmed" else ExitCode.FINDINGS
+    return end_run(render(PROVE, proof, choose_format(format, output, html=True)), output,
+                   interrupted=interrupted.is_set(), failed=proof.verdict != "confirmed")
 
 
 # `kaudit probe consume` lives in its own module: the consumer half has its own options.

@@ -250,9 +250,9 @@ class AdminSession:
         """
         from confluent_kafka import KafkaException
 
-        deadline = time.monotonic() + self.settings.timeout
+        deadline = Deadline(self.settings.timeout)
         while True:
-            left = deadline - time.monotonic()
+            left = deadline.left()
             attempt = max(0.5, min(3.0, left))
             try:
                 # A second of grace lets librdkafka's own request timeout say why, but never
@@ -261,7 +261,7 @@ class AdminSession:
                                       within=max(0.0, min(attempt + 1, left)))
                 break
             except ConnectionFailure:
-                left = deadline - time.monotonic()
+                left = deadline.left()
                 if self.collector.fatal() or left <= 0:
                     raise
                 with contextlib.suppress(KafkaException):
@@ -387,8 +387,8 @@ class AdminSession:
         found: dict[tuple[str, int], int | None] = {}
         try:
             consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
-            deadline = time.monotonic() + within
-            while len(found) < len(positions) and time.monotonic() < deadline:
+            deadline = Deadline(within)
+            while len(found) < len(positions) and not deadline.expired():
                 for msg in consumer.consume(500, 0.2):
                     key = (msg.topic(), msg.partition())
                     error = msg.error()

@@ -19,6 +19,7 @@ from kaudit.probe.model import ProbeSettings
 from kaudit.probe.monitor import EventLog
 from kaudit.probe.payload import HEADER_SIZE, MAGIC, RUN_AND_SEQUENCE, VERSION, decode
 from kaudit.probe.verifier import Verifier
+from kaudit.waiting import Deadline
 
 ACKS_0_QUIET_S = 2.0
 """acks=0: how long the log ends must stand still, short of what was sent, before the
@@ -44,14 +45,14 @@ def read_ends(session: AdminSession, settings: ProbeSettings, topic: str,
         # followers fetch. Wait until every partition has grown by what was sent to it (it
         # cannot grow by less unless messages were lost), or has stopped moving for a while.
         wanted = {p: starts[p] + ledger.partition_counts(p)["acked"] for p in partitions}
-        deadline = time.monotonic() + session.settings.timeout
-        quiet_since = time.monotonic()
-        while time.monotonic() < deadline and any(ends[p] < wanted[p] for p in partitions):
+        deadline, quiet = Deadline(session.settings.timeout), Deadline(ACKS_0_QUIET_S)
+        while not deadline.expired() and any(ends[p] < wanted[p] for p in partitions):
             time.sleep(0.2)
             again = session.list_offsets(topic, partitions, "latest")
             if again != ends:
-                ends, quiet_since = again, time.monotonic()
-            elif time.monotonic() - quiet_since >= ACKS_0_QUIET_S:
+                ends = again
+                quiet.extend(ACKS_0_QUIET_S)
+            elif quiet.expired():
                 break
     return {p: max(ends[p], ledger.last_acked_offset(p) + 1) for p in partitions}
 
@@ -131,11 +132,11 @@ class ReadPass:
         position = self.position
         pending = [p for p in self.partitions if position[p] < ends[p]]
         idle_s = max(self.conn.timeout, 10)
-        idle_deadline = time.monotonic() + idle_s
+        idle = Deadline(idle_s)
         short = False
-        while pending and time.monotonic() < idle_deadline:
+        while pending and not idle.expired():
             if self.step(timeout=0.5, max_messages=10000):
-                idle_deadline = time.monotonic() + idle_s
+                idle.extend(idle_s)
             pending = [p for p in pending if position[p] < ends[p]]
             # Read to the end of its log, and the end has not moved: offsets acknowledged
             # past it are not coming (a failover truncated them). Waiting out the idle

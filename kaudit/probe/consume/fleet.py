@@ -15,6 +15,7 @@ from typing import Any
 
 from kaudit.probe.consume.journal import journal_name, read_journal
 from kaudit.probe.consume.worker import EXIT_FATAL, EXIT_STUCK
+from kaudit.waiting import Deadline
 
 STOP_WAIT_S = 30.0
 """How long a worker may take to finish its batch and leave after SIGTERM."""
@@ -122,11 +123,11 @@ class Fleet:
         killed."""
         for worker in self.running():
             self.stop_one(worker)
-        deadline = time.monotonic() + STOP_WAIT_S
+        deadline = Deadline(STOP_WAIT_S)
         killed = []
         for worker, proc in list(self.procs.items()):
             try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
+                proc.wait(max(0.1, deadline.left()))
             except subprocess.TimeoutExpired:
                 key = (worker, self.incarnation[worker])
                 self.ended[key] = (time.time_ns(), "killed at stop")
