@@ -10,6 +10,7 @@ import typer
 from kaudit import __version__
 from kaudit.check.findings import CheckResult, Severity
 from kaudit.cli import options
+from kaudit.cli.ending import written
 from kaudit.errors import ExitCode, InputError
 from kaudit.report.output import CheckFormat, choose_format, emit, table_width, use_color
 
@@ -78,6 +79,7 @@ def check(
     from kaudit.check.policy.loader import load_policies
     from kaudit.report.base import RenderOptions, render
     from kaudit.report.check import CHECK
+    from kaudit.report.check.record import summary_line
 
     if sum(bool(x) for x in (snapshot, manifests, paths)) > 1:
         raise InputError("give one of --snapshot, --manifests or PATH arguments "
@@ -106,4 +108,5 @@ def check(
     emit(render(CHECK, result, fmt, RenderOptions(
         tool_version=__version__, color=use_color(fmt, output),
         width=None if wide else table_width(output))), output)
+    written("check", summary_line(result), output)
     return exit_code(result, fail_on, exit_zero)

@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 
 from kaudit.cli import options
-from kaudit.cli.interrupt import end_run, graceful_interrupt
+from kaudit.cli.ending import end_run, first_of
+from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.errors import InputError
 from kaudit.probe.faults.registry import CONSUMER, fault_help
 from kaudit.report.base import render
@@ -175,7 +176,8 @@ def consume(
     conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         report = run_consume(conn, settings, interrupted)
-    code = end_run(render(CONSUME, report, choose_format(format, output)), output,
+    code = end_run("probe consume", render(CONSUME, report, choose_format(format, output)),
+                   output, verdict=first_of(report.verdict, report.violations()),
                    interrupted=report.interrupted, failed=report.verdict != "pass")
     if report.interrupted:
         print("kaudit probe consume: interrupted", file=sys.stderr)

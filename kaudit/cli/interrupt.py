@@ -34,15 +34,3 @@ def graceful_interrupt(message: str) -> Iterator[threading.Event]:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
-
-def end_run(text: str, output: str | None, *, interrupted: bool, failed: bool) -> int:
-    """How every long command ends: its report written (to -o FILE or stdout), then its
-    exit code: 130 when interrupted (the report covers what ran), 1 when the run found
-    what it looks for (a loss, an unconfirmed claim), else 0."""
-    from kaudit.errors import ExitCode
-    from kaudit.report.output import emit
-
-    emit(text, output)
-    if interrupted:
-        return ExitCode.INTERRUPTED
-    return ExitCode.FINDINGS if failed else ExitCode.OK

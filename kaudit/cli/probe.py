@@ -11,7 +11,8 @@ import typer
 
 from kaudit.cli import options
 from kaudit.cli.clicompat import ParameterSource
-from kaudit.cli.interrupt import end_run, graceful_interrupt
+from kaudit.cli.ending import end_run, first_of
+from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.cli.progress import with_progress_line
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
@@ -183,7 +184,8 @@ def probe(
     conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:
         report = with_progress_line(lambda show: run_probe(conn, settings, interrupted, show))
-    code = end_run(render(PROBE, report, choose_format(format, output, html=True)), output,
+    code = end_run("probe", render(PROBE, report, choose_format(format, output, html=True)),
+                   output, verdict=first_of(report.verdict, report.violations()),
                    interrupted=report.interrupted, failed=report.verdict != "pass")
     if plot:
         from kaudit.report.plot import plot_timeline
@@ -255,8 +257,10 @@ def matrix(
                           lambda line: print(f"kaudit probe matrix: {line}", file=sys.stderr))
     # The matrix shows what each setting does; a cell that loses is a finding of the
     # settings, not a failure of the run.
-    return end_run(render(MATRIX, rows, choose_format(format, output, html=True)), output,
-                   interrupted=interrupted.is_set(), failed=False)
+    losing = sum(1 for row in rows if row.total("lost"))
+    return end_run("probe matrix", render(MATRIX, rows, choose_format(format, output, html=True)),
+                   output, verdict=f"{len(rows)} configuration(s) ran, {losing} lost "
+                   "acknowledged writes", interrupted=interrupted.is_set(), failed=False)
 
 
 @app.command()
@@ -297,8 +301,12 @@ def prove(
                                                      file=sys.stderr),
                                   (only.value,) if only else SIDES)
     proof = Proof(rows, reports, time.monotonic() - started)
-    return end_run(render(PROVE, proof, choose_format(format, output, html=True)), output,
-                   interrupted=interrupted.is_set(), failed=proof.verdict != "confirmed")
+    unconfirmed = sum(1 for row in rows if not row.confirmed)
+    return end_run("probe prove", render(PROVE, proof, choose_format(format, output,
+                                                                      html=True)),
+                   output, verdict=f"{proof.verdict} ({len(rows) - unconfirmed} of {len(rows)} "
+                   "claims confirmed)", interrupted=interrupted.is_set(),
+                   failed=proof.verdict != "confirmed")
 
 
 # `kaudit probe consume` lives in its own module: the consumer half has its own options.

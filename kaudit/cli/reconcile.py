@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from kaudit.cli import options
+from kaudit.cli.ending import written
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode
 from kaudit.report.base import render
@@ -111,6 +112,7 @@ def reconcile(
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
+    from kaudit.reconcile.classes import FAILING
     from kaudit.reconcile.job import run_reconcile
     from kaudit.reconcile.request import ReconcileRequest
     from kaudit.report.reconcile import RECONCILE
@@ -130,6 +132,9 @@ def reconcile(
         print("kaudit reconcile: reading both sides with Spark...", file=sys.stderr)
     result = run_reconcile(conn, request)
     emit(render(RECONCILE, result, choose_format(format, output, html=True)), output)
+    failing = [f"{result.counts[k]:,} {k}" for k in FAILING if result.counts.get(k)]
+    written("reconcile", f"{result.verdict}" + (f": {', '.join(failing)}" if failing else ""),
+            output)
     if result.counts.get("undecodable"):
         print(f"hint: {result.counts['undecodable']} record(s) could not be decoded (see the "
               "undecodable samples); name the fields' types with --schema if the sink's are "

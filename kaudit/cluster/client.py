@@ -121,6 +121,10 @@ def client_config(
     if collector is not None:
         conf["error_cb"] = collector
     conf.update(extra)
+    # kaudit never creates a topic by naming it: a metadata request for a topic it has just
+    # deleted (a monitor's last sample, a producer's refresh) would re-create it with the
+    # brokers' defaults (RF 1, say) on a cluster with auto.create.topics.enable=true.
+    conf["allow.auto.create.topics"] = False
     return conf
 
 

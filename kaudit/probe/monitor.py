@@ -84,6 +84,9 @@ class LeaderMonitor(threading.Thread):
             self.sample()
 
     def stop(self) -> None:
-        """Stop sampling (takes one last sample first)."""
+        """Stop sampling (takes one last sample first) and wait until the thread is done:
+        nothing asks for the topic's metadata once the run deletes it."""
         self.sample()
         self._stopping.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join()

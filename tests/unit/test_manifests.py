@@ -122,3 +122,19 @@ def test_pre_commit_hook_entry_runs_as_pre_commit_would(tmp_path: Path) -> None:
     assert failing.code == 1 and "payments" in failing.stdout
     passing = run_in_process(*entry[1:], str(unrelated))
     assert passing.code == 0, passing.stderr
+
+
+def test_a_report_written_to_a_file_says_its_verdict_and_where_on_stderr(
+        tmp_path: Path) -> None:
+    target = tmp_path / "check.txt"
+    result = run_in_process("check", "--manifests", str(SAMPLE), "-o", str(target))
+    assert result.code == 1 and result.stdout == ""
+    assert target.read_text(encoding="utf-8").strip()
+    line, = result.stderr.strip().splitlines()
+    assert line.startswith("kaudit check: ") and line.endswith(f"; report written to {target}")
+    assert "error" in line  # the verdict: how many errors, warnings, infos
+
+
+def test_a_report_on_stdout_adds_nothing_on_stderr() -> None:
+    result = run_in_process("check", "--manifests", str(SAMPLE))
+    assert result.code == 1 and "report written" not in result.stderr
