@@ -140,6 +140,9 @@ class ProbeReport:
     timeline: Timeline
     events: list[ProbeEvent]
     produce_seconds: float
+    held_seconds: float
+    """Of ``produce_seconds``, held open after the last send until the fault schedule
+    ended."""
     total_seconds: float
     send_errors: dict[str, int]
     drain_complete: bool

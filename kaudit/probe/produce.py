@@ -90,6 +90,9 @@ class Sent:
     timeline: Timeline
     produce_seconds: float
     """From the start until the last send (the wait for the last answers not counted)."""
+    held_seconds: float
+    """Of which the run was held open after its last send while a fault schedule ran to
+    its end (no sends then: not part of the send rate)."""
     errors: dict[str, int]
     """Send errors by name."""
 
@@ -204,6 +207,8 @@ class SendLoop:
         self.send_second, self.send_count = 0, 0
         """Sends are tallied per second like acks (the timeline's "sent" column)."""
         self.txn = TransactionState()
+        self.held = 0.0
+        """Seconds held open after the last send, for a fault schedule to end."""
 
     def run(self, interrupted: threading.Event) -> Sent:
         self.producer = new_producer(self.conn, self.collector, **self.conf)
@@ -220,7 +225,8 @@ class SendLoop:
         produce_seconds = time.monotonic() - self.tracker.started
         self._wait_for_answers()
         self.dropped.clear()
-        return Sent(self.tally.histogram, self.timeline, produce_seconds, self.tally.errors)
+        return Sent(self.tally.histogram, self.timeline, produce_seconds, self.held,
+                    self.tally.errors)
 
     def _send_all(self, interrupted: threading.Event) -> None:
         s, tracker, read, restart = self.settings, self.tracker, self.read, self.restart
@@ -242,9 +248,11 @@ class SendLoop:
                 # A fault schedule is still being injected (bounces, a freeze): the run
                 # stays open until it is done, so it is never cut short by how fast the
                 # sends went.
+                holding = time.monotonic()
                 if read is not None:
                     read()
                 self.producer.poll(0.05)
+                self.held += time.monotonic() - holding
                 continue
             if s.transactional and not self.txn.open:
                 self._begin_transaction()

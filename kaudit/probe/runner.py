@@ -240,6 +240,7 @@ class ProbeRun:
             verification=self.verification, ledger=self.ledger, ack_latency=sent.ack_latency,
             e2e_latency=self.tail.histogram if self.tail else None, timeline=sent.timeline,
             events=self.log.events(), produce_seconds=sent.produce_seconds,
+            held_seconds=sent.held_seconds,
             total_seconds=time.monotonic() - self.started, send_errors=sent.errors,
             drain_complete=self.drain_complete, interrupted=self.interrupted.is_set(),
             topic_deleted=self.deleted, notes=self.notes, live_verification=self.live_kept,

@@ -17,7 +17,7 @@ _CLASSES = SUMMARY_CLASSES
 def probe_document(report: ProbeReport) -> dict[str, Any]:
     """The one record form of a run, feeding both renderings."""
     v = report.verification
-    produced = max(report.produce_seconds, 1e-9)
+    sending = report.produce_seconds - report.held_seconds
     return {
         "schema": SCHEMA,
         "run_id": report.run_id,
@@ -45,8 +45,10 @@ def probe_document(report: ProbeReport) -> dict[str, Any]:
         "e2e_latency_ms": report.e2e_latency.summary() if report.e2e_latency else None,
         "throughput": {
             "produce_seconds": round(report.produce_seconds, 3),
+            "sending_seconds": round(sending, 3),
+            "held_seconds": round(report.held_seconds, 3),
             "total_seconds": round(report.total_seconds, 3),
-            "sent_per_second": round(v.sent / produced, 1),
+            "sent_per_second": round(v.sent / max(sending, 1e-9), 1),
             "verified_per_second": round(v.sent / max(report.total_seconds, 1e-9), 1),
         },
         "availability": report.timeline.summary(),
@@ -93,9 +95,12 @@ def probe_table(report: ProbeReport) -> str:
         headers=["latency ms", "p50", "p99", "p99.9", "max"])
     avail = r["availability"]
     lines = [head, "", outcomes, "", classes, "", latency, "",
-             f"throughput: {tp['sent_per_second']:g} msg/s sent, "
+             f"throughput: {tp['sent_per_second']:g} msg/s sent (over "
+             f"{tp['sending_seconds']:g}s of sending"
+             + (f"; then held {tp['held_seconds']:g}s for the fault to heal"
+                if tp["held_seconds"] >= 0.1 else "") + "), "
              f"{tp['verified_per_second']:g} msg/s verified end to end "
-             f"({tp['total_seconds']:g}s; read back "
+             f"({tp['total_seconds']:g}s in all; read back "
              f"{'while producing' if r['live_verification'] else 'after the run'})",
              f"unavailable: {avail['unavailable_seconds']}s in "
              f"{len(avail['unavailable_windows'])} window(s)"]

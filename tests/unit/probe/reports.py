@@ -48,7 +48,7 @@ def probe_report(*, acked: int = 10, lost: int = 0, duplicated: int = 0, failed:
     return ProbeReport(
         run_id=RUN_ID.hex(), topic="t", settings=settings or ProbeSettings(),
         verification=verifier.result(), ledger=ledger, ack_latency=LatencyHistogram(),
-        e2e_latency=None, timeline=timeline, events=[], produce_seconds=1.0,
+        e2e_latency=None, timeline=timeline, events=[], produce_seconds=1.0, held_seconds=0.0,
         total_seconds=1.0, send_errors=dict(errors or {}), drain_complete=True,
         interrupted=False, topic_deleted=True, notes=[], read_then_lost=read_then_lost)
 
