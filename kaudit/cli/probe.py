@@ -13,7 +13,7 @@ from kaudit.cli import options
 from kaudit.cli.clicompat import ParameterSource
 from kaudit.cli.ending import end_run, first_of
 from kaudit.cli.interrupt import graceful_interrupt
-from kaudit.cli.progress import with_progress_line
+from kaudit.cli.progress import terminal_notes, with_progress_line
 from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
 from kaudit.probe.faults.registry import PRODUCER as PRODUCER_PROBE
@@ -183,7 +183,8 @@ def probe(
         check_plot_target(plot)  # before the run: never fail after minutes of probing
     conn = connection.settings()
     with graceful_interrupt(_INTERRUPTED) as interrupted:
-        report = with_progress_line(lambda show: run_probe(conn, settings, interrupted, show))
+        report = with_progress_line(lambda show: run_probe(
+            conn, settings, interrupted, show, terminal_notes("kaudit probe")))
     code = end_run("probe", render(PROBE, report, choose_format(format, output, html=True)),
                    output, verdict=first_of(report.verdict, report.violations()),
                    interrupted=report.interrupted, failed=report.verdict != "pass")

@@ -144,3 +144,11 @@ def with_progress_line(run: Callable[[Show | None], T], label: str = "kaudit pro
     is drawn), and the line is ended and held records written however ``run`` ends."""
     with ProgressLine(label) as show:
         return run(show)
+
+
+def terminal_notes(label: str) -> Callable[[str], None] | None:
+    """A function that says what a long step is doing, as ``label: message`` lines on a
+    terminal (the progress line's rule: nothing when piped or under CI)."""
+    if not sys.stderr.isatty() or os.environ.get("CI"):
+        return None
+    return lambda message: print(f"{label}: {message}", file=sys.stderr, flush=True)

@@ -109,6 +109,8 @@ class Demo:
 
         # One Spark driver writes the sink and runs the reconcile (which uses the session it
         # finds running on its master): its JVM starts while the orders are produced.
+        self.say(f"starting Spark (its JVM takes most of a minute on a first start) while "
+                 f"{ORDER_COUNT} orders are written to {ORDERS_TOPIC}")
         ranges, spark = begin_session(ReconcileRequest.master, connector_jars()).wait_after(
             lambda: produce_orders(conn, ORDERS_TOPIC, ORDER_COUNT))
         try:

@@ -58,7 +58,7 @@ def start_lab(state: LabState, *, wait_s: float, say: Say = _quiet) -> None:
         launch(node)
     state.save()
     say(f"started {len(down)} node(s); waiting for {len(state.brokers)} brokers to register")
-    wait_ready(state, wait_s)
+    wait_ready(state, wait_s, say)
 
 
 def live_brokers(admin: Any) -> set[int]:
@@ -71,16 +71,31 @@ def live_brokers(admin: Any) -> set[int]:
     return set(admin.list_topics(timeout=5).brokers)
 
 
-def wait_ready(state: LabState, wait_s: float) -> None:
-    """Block until all brokers are registered and a replicated topic can be created."""
+STILL_WAITING_EVERY_S = 10.0
+"""How often a wait for the brokers says it is still waiting (a first start on a busy
+machine takes most of a minute)."""
+
+
+def wait_ready(state: LabState, wait_s: float, say: Say = _quiet) -> None:
+    """Block until all brokers are registered and a replicated topic can be created;
+    ``say`` how many are registered whenever that changes, and every
+    :data:`STILL_WAITING_EVERY_S` that nothing did."""
     deadline = Deadline(wait_s)
     admin = new_admin(_lab_client_config(state))
     rf = min(3, len(state.brokers))
     last_error = "no answer yet"
+    seen, quiet = -1, Deadline(STILL_WAITING_EVERY_S)
     while not deadline.expired():
         raise_if_node_died(state)
+        if quiet.expired():
+            say(f"still waiting after {deadline.seconds - deadline.left():.0f}s: {last_error}")
+            quiet.extend(STILL_WAITING_EVERY_S)
         try:
             registered = live_brokers(admin)
+            if len(registered) != seen and len(registered) < len(state.brokers):
+                seen = len(registered)
+                say(f"{seen} of {len(state.brokers)} brokers registered")
+                quiet.extend(STILL_WAITING_EVERY_S)
             if len(registered) >= len(state.brokers):
                 fut = admin.create_topics(
                     [client.NewTopic(READY_TOPIC, 1, rf)], operation_timeout=10, request_timeout=10

@@ -24,6 +24,7 @@ import gc
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 
 from kaudit.cluster.client import AdminSession
@@ -51,8 +52,10 @@ DEFAULT_COUNT = 10_000
 
 def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
               interrupted: threading.Event | None = None,
-              display: ProgressDisplay | None = None) -> ProbeReport:
-    """Run the probe end to end; see the module docstring."""
+              display: ProgressDisplay | None = None,
+              say: Callable[[str], None] | None = None) -> ProbeReport:
+    """Run the probe end to end; see the module docstring. ``display`` shows how far the
+    sends are; ``say`` what the read-back is doing once they are done."""
     interrupted = interrupted or threading.Event()
     if settings.count is None and settings.duration is None:
         settings = replace(settings, count=DEFAULT_COUNT)
@@ -62,6 +65,7 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
     name = settings.topic or f"kaudit-probe-{run_id.hex()[:12]}"
     run = ProbeRun(conn, settings, session, name, _probe_partitions(session, settings, name),
                    run_id, interrupted)
+    run.say = say or (lambda _: None)
     try:
         run.send(display)
         run.verify()
@@ -115,6 +119,7 @@ class ProbeRun:
         self.monitor.sample()
         self.monitor.start()
         self.verifier = Verifier(self.ledger, run_id)
+        self.say: Callable[[str], None] = lambda _: None
 
     def send(self, display: ProgressDisplay | None) -> None:
         """Send every message, with the faults injected and healed meanwhile, the live
@@ -178,6 +183,9 @@ class ProbeRun:
     def verify(self) -> None:
         """Read every partition back past its last acknowledged offset, in one or two
         passes (see the module docstring), and place each loss and duplicate in time."""
+        acked = sum(self.ledger.partition_counts(p)["acked"] for p in self.partitions)
+        self.say(f"verifying: reading {acked:,} acknowledged message(s) back from "
+                 f"{len(self.partitions)} partition(s)")
         ends = read_ends(self.session, self.settings, self.topic, self.partitions,
                          self.start_offsets, self.ledger)
         if self.live is not None:
@@ -186,6 +194,9 @@ class ProbeRun:
             if pass_no == 1 and self.live_kept:
                 complete = self.drain_complete
             else:
+                if pass_no == 2:
+                    self.say("verifying: a second, fresh read-back pass, to tell a message a "
+                             "reader missed from one the log lost")
                 complete = read_back(self.conn, self.settings, self.topic, self.partitions,
                                      self.start_offsets, ends, self.verifier, self.run_id,
                                      pass_no)
