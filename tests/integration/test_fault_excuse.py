@@ -22,7 +22,7 @@ from tests.conftest import Lab
 
 pytestmark = pytest.mark.kafka
 
-DOWN_S = 15.0
+DOWN_S = 20.0
 """How long the only replica stays down: past list_offsets' own bound (10 s at least), so
 without the fault's excuse the read gives up every time."""
 
