@@ -281,7 +281,10 @@ class Demo:
         if not have_matplotlib or acks1 is None:
             self.say("no probe plot: matplotlib is not installed (pip install matplotlib)")
             return None
-        path = self.directory / "probe-acks1-kill-leader.png"
+        # Named after the fault as the report shows it (lag-then-kill-leader:3); ':' would
+        # read as a URL scheme in a link to the file.
+        fault = "+".join(f.label() for f in acks1.reports[0].settings.faults) or "no-fault"
+        path = self.directory / f"probe-acks1-{fault.replace(':', '-')}.png"
         plot_timeline(probe_document(acks1.reports[0]), path)
         return path
 

@@ -11,7 +11,10 @@ saved ``--format json`` document can be plotted again later. Two panels share th
 
 Unavailability windows are shaded in both panels; faults (red), heals (green) and leader
 changes (orange, dashed) are vertical lines with small labels, ISR changes faint dotted
-lines. The title carries the topic, the settings that decide delivery and the outcome.
+lines. The title carries the topic, the settings that decide delivery and the outcome; the
+legend sits beside it when there is room, else in its own row under it, and the panels start
+below both. Everything is placed by measuring the drawn text, so no text covers another or
+runs off the picture, however long the topic, the settings or an event's detail.
 
 matplotlib is a dependency of kaudit (installed with it). It is imported only when a
 plot is drawn, with the headless Agg backend, so no other command pays for it.
@@ -21,17 +24,21 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from kaudit.errors import InputError
 from kaudit.report.output import write_file
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
     from matplotlib.transforms import Bbox
 
 __all__ = ["MISSING_MATPLOTLIB", "check_plot_target", "plot_timeline", "timeline_png"]
@@ -50,6 +57,12 @@ _STYLE: dict[str, tuple[str, str, float]] = {
     "isr-change": ("#9e9e9e", ":", 0.9),
 }
 _LABELLED = ("fault", "heal", "leader-change")
+_LABEL_CHARS, _LABEL_LINES = 34, 4
+"""An event label wraps at this many characters and is cut short after this many lines."""
+_LABEL_DEPTH = 0.4
+"""Event labels hang at most this fraction of the throughput panel down from its top."""
+_EDGE_PX, _GAP_PX = 12.0, 8.0
+"""Room kept at the figure's edges, and between the title block, the legend and the panels."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +152,9 @@ def timeline_png(record: Mapping[str, Any]) -> bytes:
                                 "legend.fontsize": 8, "xtick.labelsize": 8,
                                 "ytick.labelsize": 8, "axes.labelsize": 9}):
         fig = Figure(figsize=(_WIDTH_IN, _HEIGHT_IN), dpi=_DPI)
-        FigureCanvasAgg(fig)  # attaches itself: text is measured and drawn by Agg
+        # Attaches itself: text is measured (get_window_extent) and drawn by Agg, at the
+        # PNG's own dpi.
+        FigureCanvasAgg(fig)
         _draw(fig, run)
         buf = io.BytesIO()
         # No timestamp or version in the metadata: the same record gives the same bytes.
@@ -226,13 +241,19 @@ def _marks(record: Mapping[str, Any]) -> list[_Mark]:
         first = events[0]
         part = first.get("partition")
         label = f"p{part} {first['detail']}" if part is not None else str(first["detail"])
-        if len(label) > 28:
-            label = label[:27] + "\u2026"
-        if len(events) > 1:
-            label += f" (+{len(events) - 1})"
-        marks.append(_Mark(at, kind, label))
+        marks.append(_Mark(at, kind, _wrap_label(label, len(events) - 1)))
     return sorted(marks, key=lambda m: (m.at_s, _LABELLED.index(m.kind)
                                         if m.kind in _LABELLED else len(_LABELLED)))
+
+
+def _wrap_label(label: str, more: int) -> str:
+    """The whole detail over a few short lines; only a very long one is cut, and the count
+    of events it stands for is kept."""
+    lines = textwrap.wrap(label, _LABEL_CHARS, max_lines=_LABEL_LINES, placeholder=" \u2026",
+                          break_on_hyphens=False) or [""]
+    if more:
+        lines[-1] += f" (+{more})"
+    return "\n".join(lines)
 
 
 def _flag(value: Any) -> str:
@@ -275,7 +296,6 @@ def _title(record: Mapping[str, Any]) -> tuple[str, str, str]:
 def _draw(fig: Figure, run: _Run) -> None:
     seconds, marks, windows = run.seconds, run.marks, run.windows
     tp, lat = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    # Fix the layout first: label placement below measures text against the final axes.
     fig.subplots_adjust(left=0.075, right=0.985, top=0.875, bottom=0.075, hspace=0.08)
     end = max([s.second + 1 for s in seconds] + [m.at_s for m in marks]
               + [w[1] for w in windows] + [1.0])
@@ -288,26 +308,81 @@ def _draw(fig: Figure, run: _Run) -> None:
 
     _throughput(tp, seconds)
     _latency(lat, seconds, run.references)
-    _events(tp, lat, marks)
+    _event_lines(tp, lat, marks)
     if windows:
         tp.axvspan(0, 0, color=_SHADE, alpha=0.35, linewidth=0, label="unavailable")
-    handles, labels = [], []
-    for ax in (tp, lat):
+    lat.set_xlabel("seconds since start")
+    # The panels' top is known once the title block and the legend are placed; the event
+    # labels are placed last, measured against the panels' final size.
+    header = _header(fig, run)
+    fig.subplots_adjust(top=(header - _GAP_PX) / fig.bbox.height)
+    _event_labels(tp, [m for m in marks if m.kind in _LABELLED])
+
+
+def _header(fig: Figure, run: _Run) -> float:
+    """The title block at the top left and the legend beside it, or in its own row under it
+    when they would touch. Returns the lowest pixel either reaches."""
+    left, right = _EDGE_PX, fig.bbox.width - _EDGE_PX
+    head, settings, outcome = run.title
+    lines = [
+        fig.suptitle(head, x=0, y=0, ha="left", va="top", fontsize=11, fontweight="bold"),
+        fig.text(0, 0, settings, ha="left", va="top", fontsize=9, color="#333333"),
+        fig.text(0, 0, outcome, ha="left", va="top", fontsize=9,
+                 color="#c62828" if run.bad else "#1b5e20", fontweight="bold"),
+    ]
+    top = fig.bbox.height - _EDGE_PX * 0.75
+    for line in lines:
+        _fit_width(line, right - left)
+        line.set_position((left / fig.bbox.width, top / fig.bbox.height))
+        top = line.get_window_extent().y0 - 3
+    block = max(line.get_window_extent().x1 for line in lines)
+
+    handles, labels = _legend_entries(fig)
+    if not labels:
+        return top
+    beside = _legend(fig, handles, labels, math.ceil(len(labels) / 3), "upper right",
+                     (right, fig.bbox.height - _EDGE_PX * 0.5))
+    box = beside.get_window_extent()
+    if box.x0 >= block + 2 * _GAP_PX:
+        return min(top, float(box.y0))
+    beside.remove()
+    # Its own row: as few lines of entries as the width allows.
+    for ncols in range(len(labels), 0, -1):
+        row = _legend(fig, handles, labels, ncols, "upper left", (left, top - _GAP_PX / 2))
+        box = row.get_window_extent()
+        if box.width <= right - left or ncols == 1:
+            return float(box.y0)
+        row.remove()
+    raise AssertionError("unreachable: one column always returns")
+
+
+def _fit_width(text: Text, width: float) -> None:
+    """Wrap ``text`` onto more lines until it is no wider than ``width`` pixels."""
+    words = text.get_text()
+    chars = len(words)
+    while chars > 8 and text.get_window_extent().width > width:
+        measured = text.get_window_extent().width
+        chars = min(chars - 1, int(chars * width / measured))
+        text.set_text(textwrap.fill(words, chars, break_on_hyphens=False))
+
+
+def _legend_entries(fig: Figure) -> tuple[list[Artist], list[str]]:
+    handles: list[Artist] = []
+    labels: list[str] = []
+    for ax in fig.axes:
         h, lab = ax.get_legend_handles_labels()
         handles += h
         labels += lab
     order = sorted(range(len(labels)), key=lambda i: _legend_rank(labels[i]))
-    handles, labels = [handles[i] for i in order], [labels[i] for i in order]
-    fig.legend(handles, labels, loc="upper right", bbox_to_anchor=(0.985, 0.995),
-               ncols=math.ceil(len(labels) / 3), frameon=False, columnspacing=1.2,
-               handlelength=2.2)
+    return [handles[i] for i in order], [labels[i] for i in order]
 
-    lat.set_xlabel("seconds since start")
-    head, settings, outcome = run.title
-    fig.suptitle(head, x=0.01, y=0.985, ha="left", fontsize=11, fontweight="bold")
-    fig.text(0.01, 0.945, settings, ha="left", va="center", fontsize=9, color="#333333")
-    fig.text(0.01, 0.915, outcome, ha="left", va="center", fontsize=9,
-             color="#c62828" if run.bad else "#1b5e20", fontweight="bold")
+
+def _legend(fig: Figure, handles: list[Artist], labels: list[str], ncols: int,
+            loc: Literal["upper right", "upper left"],
+            anchor_px: tuple[float, float]) -> Legend:
+    at = (anchor_px[0] / fig.bbox.width, anchor_px[1] / fig.bbox.height)
+    return fig.legend(handles, labels, loc=loc, bbox_to_anchor=at, borderaxespad=0,
+                      ncols=ncols, frameon=False, columnspacing=1.2, handlelength=2.2)
 
 
 _LEGEND_ORDER = ("sent/s", "acked/s", "failed/s", "indeterminate/s", "unavailable", "fault",
@@ -380,7 +455,7 @@ _KIND_LABEL = {"fault": "fault", "heal": "heal", "leader-change": "leader change
                "isr-change": "ISR change"}
 
 
-def _events(tp: Axes, lat: Axes, marks: list[_Mark]) -> None:
+def _event_lines(tp: Axes, lat: Axes, marks: list[_Mark]) -> None:
     legend: set[str] = set()
     for mark in marks:
         colour, style, width = _STYLE[mark.kind]
@@ -389,42 +464,52 @@ def _events(tp: Axes, lat: Axes, marks: list[_Mark]) -> None:
             legend.add(mark.kind)
             ax.axvline(mark.at_s, color=colour, linestyle=style, linewidth=width, zorder=3,
                        label=label)
-    _event_labels(tp, [m for m in marks if m.kind in _LABELLED])
 
 
 def _event_labels(ax: Axes, marks: list[_Mark]) -> None:
-    """Labels hang in rows from the top of the panel, beside their line (left of it near the
-    right edge). Each goes in the first row where it overlaps no other label; labels that fit
-    in no row are left out (their lines stay). The y range grows to keep data under them."""
-    right = ax.get_xlim()[1]
-    rows: list[list[Bbox]] = []
+    """Labels hang from the top of the panel beside their line: right of it, or left of it
+    where the panel ends first. Each sits as high as it can without covering another label;
+    one that would hang lower than _LABEL_DEPTH of the panel is left out (its line stays).
+    The y range then grows to keep the data under the labels."""
+    panel = ax.get_window_extent()
+    pt = _DPI / 72  # pixels per point: offsets are in points, measures in pixels
+    floor = panel.y1 - _LABEL_DEPTH * panel.height
+    placed: list[Bbox] = []
     for mark in marks:
-        left_side = mark.at_s > 0.8 * right
-        colour = _STYLE[mark.kind][0]
         text = ax.annotate(mark.label, xy=(mark.at_s, 1.0), xycoords=("data", "axes fraction"),
-                           xytext=(0, 0), textcoords="offset points",
-                           ha="right" if left_side else "left", va="top", fontsize=7.5,
-                           color=colour, zorder=4,
+                           xytext=(0, 0), textcoords="offset points", ha="left", va="top",
+                           fontsize=7.5, color=_STYLE[mark.kind][0], zorder=4,
                            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white",
                                  "edgecolor": "none", "alpha": 0.8})
-        for row in range(_LABEL_ROWS):
-            text.set_position((-3 if left_side else 3, -4 - _ROW_PT * row))
-            box = text.get_window_extent().expanded(1.04, 1.0)
-            if row == len(rows):
-                rows.append([])
-            if not any(box.overlaps(other) for other in rows[row]):
-                rows[row].append(box)
-                break
-        else:
+        size = text.get_window_extent()
+        line = ax.transData.transform((mark.at_s, 0))[0]
+        x0 = line + 3 * pt
+        if x0 + size.width > panel.x1 - 2 * pt:
+            x0 = line - 3 * pt - size.width
+        x0 = min(max(x0, panel.x0 + 2 * pt), panel.x1 - 2 * pt - size.width)
+        top = _free_top(x0, size.width, size.height, panel.y1 - 4 * pt, placed)
+        if top - size.height < floor:
             text.remove()
-    if rows:
-        height_pt = ax.get_window_extent().height * 72 / _DPI
-        used = (6 + _ROW_PT * len(rows)) / height_pt
-        bottom, top = ax.get_ylim()
-        ax.set_ylim(bottom, top / max(1 - used, 0.3))
+            continue
+        text.set_position(((x0 - line) / pt, (top - panel.y1) / pt))
+        placed.append(text.get_window_extent())
+    if placed:
+        used = (panel.y1 - min(box.y0 for box in placed) + 2 * pt) / panel.height
+        bottom, ceiling = ax.get_ylim()
+        ax.set_ylim(bottom, ceiling / max(1 - used, 0.3))
 
 
-_LABEL_ROWS, _ROW_PT = 6, 11.0
+def _free_top(x0: float, width: float, height: float, highest: float,
+              placed: list[Bbox]) -> float:
+    """The highest top, at or under ``highest``, where a box clears every placed label, with
+    room for the labels' white backgrounds and a gap so two labels do not read as one."""
+    pad, gap = 3.0, 8.0
+    beside = [b for b in placed if b.x0 - gap < x0 + width and x0 < b.x1 + gap]
+    for top in sorted([highest] + [float(b.y0) - pad for b in beside if b.y0 - pad < highest],
+                      reverse=True):
+        if not any(b.y0 - pad < top and top - height < b.y1 + pad for b in beside):
+            return top
+    return highest  # unreachable: the lowest candidate clears every label
 
 
 def _marker_size(seconds: list[_Second]) -> float:
