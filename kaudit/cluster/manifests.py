@@ -78,6 +78,14 @@ def _topic_from_node(doc: MappingNode, reader: NodeReader) -> Topic | None:
                               hint="declare it so the topic can be checked before it exists")
     partitions = reader.integer(spec["partitions"][1], "spec.partitions", minimum=1)
     replicas = reader.integer(spec["replicas"][1], "spec.replicas", minimum=1)
+
+    def at(key_node: Node) -> str:
+        return f"{reader.path}:{line_of(key_node)}"
+
+    # Each setting's own line, so a finding lands on the key to change (a missing one on
+    # metadata.name), not on the first line of the document.
+    settings_at = {"name": at(meta["name"][0]), "partition_count": at(spec["partitions"][0]),
+                   "replication_factor": at(spec["replicas"][0])}
     configs: dict[str, ConfigValue] = {}
     if "config" in spec:
         for key, (key_node, value_node) in reader.mapping(spec["config"][1],
@@ -87,9 +95,10 @@ def _topic_from_node(doc: MappingNode, reader: NodeReader) -> Topic | None:
             except TypeError:
                 raise reader.fail(value_node, f"spec.config.{key} must be a plain value") from None
             configs[key] = ConfigValue(name=key, value=value, source=ConfigSource.MANIFEST)
-            del key_node
+            settings_at[key] = at(key_node)
     return Topic(name=name, internal=is_internal_topic(name), partition_count=partitions,
-                 replication_factor=replicas, configs=freeze_configs(configs))
+                 replication_factor=replicas, configs=freeze_configs(configs),
+                 settings_at=MappingProxyType(settings_at))
 
 
 def _yaml_topics(path: Path) -> Iterable[tuple[Topic, int]]:

@@ -126,10 +126,20 @@ class Topic:
     """Empty when the state is not known (manifests): live-state rules then skip."""
     declared_at: str | None = None
     """``file:line`` of the manifest that declares the topic, when it came from one."""
+    settings_at: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """``file:line`` of each setting the topic's manifest declares: ``replication_factor``,
+    ``partition_count``, its configs by name (``min.insync.replicas``), and ``name`` for the
+    line that names it. Empty when the topic was not read from a manifest."""
 
     def config(self, name: str) -> ConfigValue | None:
         """The effective value of ``name``, if known."""
         return self.configs.get(name)
+
+    def setting_at(self, name: str) -> str | None:
+        """Where the manifest sets ``name``, so a finding lands on the line to change; a
+        setting it leaves out is missing at the line that names the topic (metadata.name).
+        None when the topic was not read from a manifest."""
+        return self.settings_at.get(name) or self.settings_at.get("name")
 
 
 @dataclass(frozen=True)

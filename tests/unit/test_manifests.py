@@ -138,3 +138,14 @@ def test_a_report_written_to_a_file_says_its_verdict_and_where_on_stderr(
 def test_a_report_on_stdout_adds_nothing_on_stderr() -> None:
     result = run_in_process("check", "--manifests", str(SAMPLE))
     assert result.code == 1 and "report written" not in result.stderr
+
+
+def test_each_setting_keeps_its_own_manifest_line() -> None:
+    # Findings land on the key to change; a setting left out is missing at metadata.name.
+    payments = load_manifests([str(SAMPLE)]).topics[1]
+    assert dict(payments.settings_at) == {
+        "name": f"{SAMPLE}:22", "partition_count": f"{SAMPLE}:25",
+        "replication_factor": f"{SAMPLE}:26", "min.insync.replicas": f"{SAMPLE}:28",
+        "unclean.leader.election.enable": f"{SAMPLE}:29"}
+    assert payments.setting_at("retention.ms") == f"{SAMPLE}:22"
+    assert payments.declared_at == f"{SAMPLE}:19"  # the topic itself: its document

@@ -55,7 +55,8 @@ def _internal_rf(ctx: ClusterContext, config: str, topic_name: str,
                         f"{what} {'is' if what.endswith('state') else 'are'} lost when "
                         f"{_brokers_fail(topic.replication_factor)}.",
                         expected=f">= {floor}", actual=str(topic.replication_factor),
-                        source="replication factor", topic=topic_name)
+                        source="replication factor", topic=topic_name,
+                        declared_at=topic.setting_at("replication_factor"))
 
 
 @rule("KA301", "internal.offsets-replication-factor", Severity.error,
@@ -134,9 +135,10 @@ def transaction_log_min_isr(ctx: ClusterContext) -> Iterator[Violation]:
         if d.min_isr < floor:
             yield Violation(Subject(SubjectKind.topic, TRANSACTION_TOPIC),
                             f"{TRANSACTION_TOPIC} has min.insync.replicas={d.min_isr} "
-                            f"({provenance(d.min_isr_value)}), below {floor}.",
+                            f"({provenance(d.min_isr_value, ctx.snapshot)}), below {floor}.",
                             expected=f">= {floor}", actual=str(d.min_isr),
-                            source=d.min_isr_value.source.value, topic=TRANSACTION_TOPIC)
+                            source=d.min_isr_value.source.value, topic=TRANSACTION_TOPIC,
+                            declared_at=topic.setting_at("min.insync.replicas"))
 
 
 @rule("KA304", "broker.default-replication-factor", Severity.warning,

@@ -42,8 +42,21 @@ _PROVENANCE = {
 }
 
 
-def provenance(value: ConfigValue) -> str:
-    """Where a value came from, in words: 'set on the topic', 'inherited from ...'."""
+def assumed_offline(value: ConfigValue, snapshot: ClusterSnapshot) -> bool:
+    """True when kaudit supplied ``value`` itself for a manifest: no broker config was read,
+    so the cluster's default is unknown and Kafka's built-in one is assumed."""
+    return (snapshot.origin == "manifests" and value.source is ConfigSource.DEFAULT_CONFIG
+            and snapshot.broker_config(value.name) is None)
+
+
+def provenance(value: ConfigValue, snapshot: ClusterSnapshot | None = None) -> str:
+    """Where a value came from, in words: 'set on the topic', 'inherited from ...'.
+
+    Given the ``snapshot``, a value assumed for a manifest says so: offline, kaudit cannot
+    know which default the cluster will apply."""
+    if snapshot is not None and assumed_offline(value, snapshot):
+        return (f"not set in the manifest: the cluster's default applies; kaudit assumes "
+                f"{value.value}, Kafka's built-in default")
     return _PROVENANCE.get(value.source, "of unknown origin")
 
 

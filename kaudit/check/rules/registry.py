@@ -51,6 +51,10 @@ class Violation:
     """A ConfigSource name or ``file:line``."""
     topic: str | None = None
     """The topic this is about, so topic waivers cover partition and producer findings."""
+    declared_at: str | None = None
+    """``file:line`` where the topic's manifest sets the value at fault, or names the topic
+    when it leaves the value out (:meth:`Topic.setting_at`); None for topics not read from
+    a manifest. CI annotations belong on that line, not on the document's first."""
 
 
 @dataclass(frozen=True)

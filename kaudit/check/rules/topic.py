@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from kaudit.check.findings import Severity
 from kaudit.check.rules.common import (
+    assumed_offline,
     durability,
     partition_subject,
     provenance,
@@ -35,7 +36,8 @@ def replication_factor_floor(topic: Topic, ctx: TopicContext) -> Iterator[Violat
                         f"cop{'y' if topic.replication_factor == 1 else 'ies'} of each record "
                         f"but profile {ctx.profile.name} requires at least {floor}.",
                         expected=f">= {floor}", actual=str(topic.replication_factor),
-                        source="replication factor", topic=topic.name)
+                        source="replication factor", topic=topic.name,
+                        declared_at=topic.setting_at("replication_factor"))
 
 
 @rule("KA102", "topic.replication-factor-exceeds-brokers", Severity.error,
@@ -104,10 +106,11 @@ def min_isr_floor(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
                       else (f"{d.min_isr} replicas", "they fail"))
         yield Violation(topic_subject(topic),
                         f"Topic {topic.name} has min.insync.replicas={d.min_isr} "
-                        f"({provenance(d.min_isr_value)}), so an acks=all write can be "
-                        f"acknowledged by {who} and lost when {fails}.",
+                        f"({provenance(d.min_isr_value, ctx.snapshot)}), so an acks=all "
+                        f"write can be acknowledged by {who} and lost when {fails}.",
                         expected=f">= {floor}", actual=str(d.min_isr),
-                        source=d.min_isr_value.source.value, topic=topic.name)
+                        source=d.min_isr_value.source.value, topic=topic.name,
+                        declared_at=topic.setting_at("min.insync.replicas"))
 
 
 @rule("KA105", "topic.min-isr-blocks-writes", Severity.error,
@@ -134,7 +137,8 @@ def min_isr_blocks_writes(topic: Topic, ctx: TopicContext) -> Iterator[Violation
                         f"replication factor {d.replication_factor}, so {blocks} all acks=all "
                         "writes.",
                         expected=f"<= {most} (RF - {wanted})", actual=str(d.min_isr),
-                        source=d.min_isr_value.source.value, topic=topic.name)
+                        source=d.min_isr_value.source.value, topic=topic.name,
+                        declared_at=topic.setting_at("min.insync.replicas"))
 
 
 @rule("KA106", "topic.min-isr-exceeds-rf", Severity.error,
@@ -165,9 +169,11 @@ def min_isr_exceeds_rf(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
         effect += "; brokers older than 3.7 would refuse every acks=all write"
     yield Violation(topic_subject(topic),
                     f"Topic {topic.name} has min.insync.replicas={d.min_isr} "
-                    f"({provenance(d.min_isr_value)}) but only {replicas}, {effect}.",
+                    f"({provenance(d.min_isr_value, ctx.snapshot)}) but only {replicas}, "
+                    f"{effect}.",
                     expected=f"<= {d.replication_factor}", actual=str(d.min_isr),
-                    source=d.min_isr_value.source.value, topic=topic.name)
+                    source=d.min_isr_value.source.value, topic=topic.name,
+                    declared_at=topic.setting_at("min.insync.replicas"))
 
 
 _PINNED = ("min.insync.replicas", "unclean.leader.election.enable")
@@ -187,13 +193,21 @@ def inherited_default(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
     """Durability configs not set on the topic itself."""
     for name in _PINNED:
         value = durability_value(topic, ctx, name)
-        if value.source.is_default:
-            yield Violation(topic_subject(topic),
-                            f"Topic {topic.name} does not set {name} itself: {show(value)} is "
-                            f"{provenance(value)}.",
-                            expected="set on the topic (DYNAMIC_TOPIC_CONFIG)",
-                            actual=str(value.value), source=value.source.value,
-                            topic=topic.name)
+        if not value.source.is_default:
+            continue
+        if assumed_offline(value, ctx.snapshot):
+            # Offline the cluster's default is unknown: say what is assumed, not inherited.
+            message = (f"Topic {topic.name} does not set {name} in its manifest: the "
+                       f"cluster's default applies (kaudit assumes {value.value}, Kafka's "
+                       "built-in default).")
+            expected = "set in the manifest (spec.config)"
+        else:
+            message = (f"Topic {topic.name} does not set {name} itself: {show(value)} is "
+                       f"{provenance(value)}.")
+            expected = "set on the topic (DYNAMIC_TOPIC_CONFIG)"
+        yield Violation(topic_subject(topic), message, expected=expected,
+                        actual=str(value.value), source=value.source.value,
+                        topic=topic.name, declared_at=topic.setting_at(name))
 
 
 def durability_value(topic: Topic, ctx: TopicContext, name: str) -> ConfigValue:
@@ -218,10 +232,11 @@ def unclean_leader_election(topic: Topic, ctx: TopicContext) -> Iterator[Violati
     if d.unclean and not ctx.thresholds.allow_unclean_leader_election:
         yield Violation(topic_subject(topic),
                         f"Topic {topic.name} allows unclean leader election "
-                        f"({provenance(d.unclean_value)}), so an out-of-sync replica can "
-                        "become leader and acknowledged messages vanish.",
+                        f"({provenance(d.unclean_value, ctx.snapshot)}), so an out-of-sync "
+                        "replica can become leader and acknowledged messages vanish.",
                         expected="false", actual="true", source=d.unclean_value.source.value,
-                        topic=topic.name)
+                        topic=topic.name,
+                        declared_at=topic.setting_at("unclean.leader.election.enable"))
 
 
 @rule("KA109", "topic.loss-accepted", Severity.info,
