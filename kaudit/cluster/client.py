@@ -204,6 +204,12 @@ class AdminSession:
         self.admin.poll(0.2)  # serve pending error callbacks: they say why
         return unreachable(self.settings, self.collector, exc)
 
+    def excuse(self, until: Callable[[], float]) -> None:
+        """Add a reason to wait longer: ``until()`` is the monotonic moment until which a
+        missing leader is explained (a fault in force, a topic just created)."""
+        earlier = self.excused_until
+        self.excused_until = lambda: max(earlier(), until())
+
     def gives_up(self, deadline: Deadline) -> bool:
         """Whether a wait bounded by ``deadline`` is over. A fault the run injected that is
         still in force, or healed only just, explains the wait: the deadline then moves to

@@ -74,8 +74,13 @@ def create_probe_topic(session: AdminSession, spec: TopicSpec) -> None:
                     and all(p.leader >= 0 for p in topic.partitions.values()))
 
     if not wait_for(every_partition_led, session.settings.timeout):
-            raise ConnectionFailure(f"topic {spec.name} has partitions without a leader after "
+        raise ConnectionFailure(f"topic {spec.name} has partitions without a leader after "
                                 f"{session.settings.timeout:g}s")
+    # One broker told us the leaders; another may not have applied the new topic yet, and a
+    # client asking it hears "unknown topic" ("No leaders found"): for a while, that is
+    # the topic settling, not the cluster out of reach.
+    settled = time.monotonic() + session.settings.timeout
+    session.excuse(lambda: settled)
 
 
 def delete_probe_topic(session: AdminSession, name: str) -> bool:

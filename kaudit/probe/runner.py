@@ -175,7 +175,7 @@ class ProbeRun:
                                  lab_for(s.faults, s.lab_state_dir), targets,
                                  settle_s=self.conn.timeout)
         # A leader missing while the fault is in force is the fault's doing: wait it out.
-        self.session.excused_until = injector.excused_until
+        self.session.excuse(injector.excused_until)
         tracker.hold = injector.under_way
         injector.start()
         return injector

@@ -279,7 +279,7 @@ class _Schedule:
             s.fault_duration, run, lab_for(s.faults, s.lab_state_dir), targets,
             settle_s=run.conn.timeout)
         # A leader or coordinator missing while the fault is in force is the fault's doing.
-        run.session.excused_until = injector.excused_until
+        run.session.excuse(injector.excused_until)
         injector.start()
         return injector
 
