@@ -139,8 +139,8 @@ def _bindings(policies: PolicySet, producers: Sequence[ClientConfig],
 def _finish(raw: list[tuple[Rule, Violation]], policies: PolicySet,
             today: date, snapshot: ClusterSnapshot) -> tuple[Finding, ...]:
     findings: dict[tuple[str, str, str, str], Finding] = {}
-    # A topic declared in a manifest is reported at its file:line, so CI
-    # annotations (SARIF, GitHub) land on the line to change.
+    # A topic declared in a manifest is reported at the line of the setting at fault
+    # (else at its file:line), so CI annotations (SARIF, GitHub) land on the line to change.
     declared = {t.name: t.declared_at for t in snapshot.topics if t.declared_at}
     for rule, v in raw:
         severity = policies.severities.get(rule.id, rule.severity)
@@ -148,8 +148,9 @@ def _finish(raw: list[tuple[Rule, Violation]], policies: PolicySet,
                        if w.active(today) and w.covers(rule.id, v.subject.name, v.topic)), None)
         finding = Finding(rule=rule.id, name=rule.name, severity=severity, subject=v.subject,
                           message=v.message, expected=v.expected, actual=v.actual,
-                          source=declared.get(v.topic or "", v.source) if v.subject.kind in
-                          (SubjectKind.topic, SubjectKind.partition) else v.source,
+                          source=v.declared_at or declared.get(v.topic or "", v.source)
+                          if v.subject.kind in (SubjectKind.topic, SubjectKind.partition)
+                          else v.source,
                           waived_by=waiver.label() if waiver else None)
         # The same client file can be bound twice (command line and policy): report once.
         key = (rule.id, v.subject.kind.value, v.subject.name, v.message)

@@ -77,8 +77,11 @@ def test_check_manifests_reports_at_the_manifest_line() -> None:
     assert doc["origin"] == "manifests"
     payments = {f["rule"] for f in doc["findings"] if f["subject"]["name"] == "payments"}
     assert {"KA101", "KA104", "KA108"} <= payments
-    assert all(f["source"] == f"{SAMPLE}:19" for f in doc["findings"]
-               if f["subject"]["name"] == "payments")
+    # Each at the line of its setting: spec.replicas, min.insync.replicas, unclean election.
+    lines = {f["rule"]: f["source"] for f in doc["findings"]
+             if f["subject"]["name"] == "payments"}
+    assert (lines["KA101"], lines["KA104"], lines["KA108"]) == (
+        f"{SAMPLE}:26", f"{SAMPLE}:28", f"{SAMPLE}:29")
     assert not [f for f in doc["findings"] if f["subject"]["name"] == "orders"]
 
 

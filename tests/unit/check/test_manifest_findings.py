@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import Any, cast
 
-import pytest
 from kaudit_rule_cases import run_case
 
 from kaudit.check.policy.loader import load_policies
@@ -30,12 +29,6 @@ LINES = {
     ("KA105", "payments"): 18,   # spec.config.min.insync.replicas: 3
     ("KA108", "payments"): 19,   # spec.config.unclean.leader.election.enable: true
 }
-
-# kaudit/check/engine.py (_finish, not ours to edit here) still puts every finding about a
-# manifest topic on the topic's declared_at; it must prefer Violation.declared_at. Strict:
-# once it does, these pass and the marker must go.
-ENGINE_PENDING = pytest.mark.xfail(
-    strict=True, reason="engine._finish reports Topic.declared_at over Violation.declared_at")
 
 
 def test_the_fixture_has_its_settings_on_the_lines_the_tests_expect() -> None:
@@ -80,7 +73,6 @@ def _expected() -> list[tuple[str, str, int]]:
                   + [("KA107", "audit-log", 4)])
 
 
-@ENGINE_PENDING
 def test_json_findings_point_at_the_setting_line() -> None:
     doc = json.loads(_check("json"))
     got = sorted((f["rule"], f["subject"]["name"], int(f["source"].rpartition(":")[2]))
@@ -89,7 +81,6 @@ def test_json_findings_point_at_the_setting_line() -> None:
     assert got == _expected()
 
 
-@ENGINE_PENDING
 def test_github_annotations_point_at_the_setting_line() -> None:
     pattern = re.compile(r"^::(?:error|warning|notice) file=(?P<file>[^,]+),line=(?P<line>\d+),"
                          r"title=(?P<rule>KA\d+) [^:]+::topic (?P<topic>[^:]+):")
@@ -102,7 +93,6 @@ def test_github_annotations_point_at_the_setting_line() -> None:
     assert sorted(got) == _expected()
 
 
-@ENGINE_PENDING
 def test_sarif_regions_start_at_the_setting_line() -> None:
     results: list[dict[str, Any]] = json.loads(_check("sarif"))["runs"][0]["results"]
     got = []
