@@ -25,13 +25,13 @@ from __future__ import annotations
 import io
 import math
 import textwrap
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from kaudit.errors import InputError
 from kaudit.report.output import write_file
+from kaudit.report.timeline import LABELLED, Mark, Run, Second, describe_error, parse_record
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -56,49 +56,10 @@ _STYLE: dict[str, tuple[str, str, float]] = {
     "leader-change": ("#ef6c00", "--", 1.3),
     "isr-change": ("#9e9e9e", ":", 0.9),
 }
-_LABELLED = ("fault", "heal", "leader-change")
-_LABEL_CHARS, _LABEL_LINES = 34, 4
-"""An event label wraps at this many characters and is cut short after this many lines."""
 _LABEL_DEPTH = 0.4
 """Event labels hang at most this fraction of the throughput panel down from its top."""
 _EDGE_PX, _GAP_PX = 12.0, 8.0
 """Room kept at the figure's edges, and between the title block, the legend and the panels."""
-
-
-@dataclass(frozen=True)
-class _Second:
-    second: int
-    sent: int
-    acked: int
-    failed: int
-    indeterminate: int
-    latency_ms: float | None
-    state: str
-    lost: int = 0
-    duplicated: int = 0
-
-
-@dataclass(frozen=True)
-class _Mark:
-    """One vertical line: events of one kind that fall (almost) at the same time."""
-
-    at_s: float
-    kind: str
-    label: str
-
-
-@dataclass(frozen=True)
-class _Run:
-    """What the plot shows, checked and converted before anything is drawn."""
-
-    seconds: list[_Second]
-    marks: list[_Mark]
-    windows: list[tuple[float, float]]
-    title: tuple[str, str, str]
-    references: list[tuple[str, float]]
-    """The run's ack latency p50 and p99, when known."""
-    bad: bool
-    """The verdict failed or messages were lost: the outcome line is red."""
 
 
 def check_plot_target(path: str | Path) -> None:
@@ -143,9 +104,9 @@ def timeline_png(record: Mapping[str, Any]) -> bytes:
         raise InputError(MISSING_MATPLOTLIB) from None
 
     try:
-        run = _parse(record)
+        run = parse_record(record)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(f"cannot plot: malformed probe record ({_describe(exc)})") from None
+        raise InputError(f"cannot plot: malformed probe record ({describe_error(exc)})") from None
 
     # Default DejaVu fonts and sizes, whatever the user's matplotlibrc says.
     with matplotlib.rc_context({"font.family": "DejaVu Sans", "font.size": 9,
@@ -162,138 +123,10 @@ def timeline_png(record: Mapping[str, Any]) -> bytes:
     return buf.getvalue()
 
 
-# -- the record ------------------------------------------------------------------------------
-
-
-def _parse(record: Mapping[str, Any]) -> _Run:
-    seconds = _seconds(record)
-    summary = record.get("latency_ms") or {}
-    references = [(key, float(summary[key])) for key in ("p50", "p99")
-                  if summary.get(key) is not None]
-    bad = (str(record.get("verdict") or "").lower() == "fail"
-           or _count(record.get("lost", 0), "lost") > 0)
-    return _Run(seconds, _marks(record), _windows(record, seconds), _title(record),
-                references, bad)
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, KeyError):
-        return f"missing key {exc.args[0]!r}" if exc.args else "missing key"
-    return str(exc) or type(exc).__name__
-
-
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} is not a number: {value!r}")
-    return int(value)
-
-
-def _seconds(record: Mapping[str, Any]) -> list[_Second]:
-    out = []
-    timeline = record["timeline"]
-    if not isinstance(timeline, Sequence) or isinstance(timeline, str):
-        raise ValueError("timeline is not a list")
-    for row in timeline:
-        latency = row.get("ack_latency_max_ms")
-        out.append(_Second(
-            second=_count(row["second"], "second"),
-            sent=_count(row["sent"], "sent"),
-            acked=_count(row["acked"], "acked"),
-            failed=_count(row.get("failed", 0), "failed"),
-            indeterminate=_count(row.get("indeterminate", 0), "indeterminate"),
-            latency_ms=None if latency is None else float(latency),
-            state=str(row.get("state", "available")),
-            lost=_count(row.get("lost", 0), "lost"),
-            duplicated=_count(row.get("duplicated", 0), "duplicated"),
-        ))
-    return sorted(out, key=lambda s: s.second)
-
-
-def _windows(record: Mapping[str, Any], seconds: list[_Second]) -> list[tuple[float, float]]:
-    """Unavailability windows as (start, end) seconds: from the record, else the timeline."""
-    availability = record.get("availability") or {}
-    listed = availability.get("unavailable_windows")
-    if listed is not None:
-        return [(float(w["start"]), float(w["start"]) + float(w["seconds"])) for w in listed]
-    out: list[tuple[float, float]] = []
-    for s in seconds:
-        if s.state != "unavailable":
-            continue
-        if out and out[-1][1] == s.second:
-            out[-1] = (out[-1][0], s.second + 1.0)
-        else:
-            out.append((float(s.second), s.second + 1.0))
-    return out
-
-
-def _marks(record: Mapping[str, Any]) -> list[_Mark]:
-    """Events grouped per kind and 0.25 s, so a change on many partitions is one line."""
-    groups: dict[tuple[str, float], list[Mapping[str, Any]]] = {}
-    for event in record.get("events") or ():
-        kind = str(event["kind"])
-        if kind not in _STYLE:
-            continue
-        at = float(event["at_s"])
-        key = next((k for k in groups if k[0] == kind and abs(k[1] - at) <= 0.25), (kind, at))
-        groups.setdefault(key, []).append(event)
-    marks = []
-    for (kind, at), events in groups.items():
-        first = events[0]
-        part = first.get("partition")
-        label = f"p{part} {first['detail']}" if part is not None else str(first["detail"])
-        marks.append(_Mark(at, kind, _wrap_label(label, len(events) - 1)))
-    return sorted(marks, key=lambda m: (m.at_s, _LABELLED.index(m.kind)
-                                        if m.kind in _LABELLED else len(_LABELLED)))
-
-
-def _wrap_label(label: str, more: int) -> str:
-    """The whole detail over a few short lines; only a very long one is cut, and the count
-    of events it stands for is kept."""
-    lines = textwrap.wrap(label, _LABEL_CHARS, max_lines=_LABEL_LINES, placeholder=" \u2026",
-                          break_on_hyphens=False) or [""]
-    if more:
-        lines[-1] += f" (+{more})"
-    return "\n".join(lines)
-
-
-def _flag(value: Any) -> str:
-    return "-" if value is None else str(value).lower()
-
-
-def _title(record: Mapping[str, Any]) -> tuple[str, str, str]:
-    s = record.get("settings") or {}
-    run_id = str(record.get("run_id") or "")[:12]
-    head = f"kaudit probe {run_id} on {record['topic']}".replace("  ", " ")
-    parts = [f"acks={s.get('acks', '-')}", f"idempotence={_flag(s.get('idempotence'))}"]
-    if s.get("transactional"):
-        parts.append("transactional")
-    if s.get("replication_factor") is not None:
-        parts.append(f"RF={s['replication_factor']}")
-    parts.append(f"min.isr={s.get('min_insync_replicas') or 'default'}")
-    if s.get("unclean_leader_election") is not None:
-        parts.append(f"unclean={_flag(s['unclean_leader_election'])}")
-    faults = s.get("faults") or []
-    if faults:
-        fault = ",".join(str(f) for f in faults)
-        if s.get("fault_at"):
-            fault += f" at {s['fault_at']}"
-        if s.get("fault_duration") is not None:
-            fault += f" for {s['fault_duration']:g}s"
-        parts.append(f"fault={fault}")
-    else:
-        parts.append("no fault")
-    outcome = ", ".join(f"{name} {_count(record[name], name):,}" for name in
-                        ("sent", "acked", "lost", "duplicated", "reordered"))
-    verdict = record.get("verdict")
-    if verdict:
-        outcome += f"  \u2192  verdict {str(verdict).upper()}"
-    return head, "  ".join(parts), outcome
-
-
 # -- drawing ---------------------------------------------------------------------------------
 
 
-def _draw(fig: Figure, run: _Run) -> None:
+def _draw(fig: Figure, run: Run) -> None:
     seconds, marks, windows = run.seconds, run.marks, run.windows
     tp, lat = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     fig.subplots_adjust(left=0.075, right=0.985, top=0.875, bottom=0.075, hspace=0.08)
@@ -316,10 +149,10 @@ def _draw(fig: Figure, run: _Run) -> None:
     # labels are placed last, measured against the panels' final size.
     header = _header(fig, run)
     fig.subplots_adjust(top=(header - _GAP_PX) / fig.bbox.height)
-    _event_labels(tp, [m for m in marks if m.kind in _LABELLED])
+    _event_labels(tp, [m for m in marks if m.kind in LABELLED])
 
 
-def _header(fig: Figure, run: _Run) -> float:
+def _header(fig: Figure, run: Run) -> float:
     """The title block at the top left and the legend beside it, or in its own row under it
     when they would touch. Returns the lowest pixel either reaches."""
     left, right = _EDGE_PX, fig.bbox.width - _EDGE_PX
@@ -394,7 +227,7 @@ def _legend_rank(label: str) -> int:
                 len(_LEGEND_ORDER))
 
 
-def _throughput(ax: Axes, seconds: list[_Second]) -> None:
+def _throughput(ax: Axes, seconds: list[Second]) -> None:
     from matplotlib.ticker import MaxNLocator
     x = [s.second + 0.5 for s in seconds]
     size = _marker_size(seconds)
@@ -425,7 +258,7 @@ def _throughput(ax: Axes, seconds: list[_Second]) -> None:
                 ha="center", va="center", color="#757575")
 
 
-def _latency(ax: Axes, seconds: list[_Second], refs: list[tuple[str, float]]) -> None:
+def _latency(ax: Axes, seconds: list[Second], refs: list[tuple[str, float]]) -> None:
     # A second without acknowledgements is a gap (NaN), not a line across the outage.
     x = [s.second + 0.5 for s in seconds]
     y = [math.nan if s.latency_ms is None else s.latency_ms for s in seconds]
@@ -455,7 +288,7 @@ _KIND_LABEL = {"fault": "fault", "heal": "heal", "leader-change": "leader change
                "isr-change": "ISR change"}
 
 
-def _event_lines(tp: Axes, lat: Axes, marks: list[_Mark]) -> None:
+def _event_lines(tp: Axes, lat: Axes, marks: list[Mark]) -> None:
     legend: set[str] = set()
     for mark in marks:
         colour, style, width = _STYLE[mark.kind]
@@ -466,7 +299,7 @@ def _event_lines(tp: Axes, lat: Axes, marks: list[_Mark]) -> None:
                        label=label)
 
 
-def _event_labels(ax: Axes, marks: list[_Mark]) -> None:
+def _event_labels(ax: Axes, marks: list[Mark]) -> None:
     """Labels hang from the top of the panel beside their line: right of it, or left of it
     where the panel ends first. Each sits as high as it can without covering another label;
     one that would hang lower than _LABEL_DEPTH of the panel is left out (its line stays).
@@ -512,7 +345,7 @@ def _free_top(x0: float, width: float, height: float, highest: float,
     return highest  # unreachable: the lowest candidate clears every label
 
 
-def _marker_size(seconds: list[_Second]) -> float:
+def _marker_size(seconds: list[Second]) -> float:
     return 3.0 if len(seconds) <= 60 else 1.2
 
 
