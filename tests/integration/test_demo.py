@@ -123,7 +123,7 @@ def test_probe_matrix_acks_1_loses_writes_and_acks_all_none(demo: Run, lab: Lab)
     assert rows["1"]["lost"] > 0
     assert rows["all"]["lost"] == 0
     assert f"acks=1: {rows['1']['lost']:,} of" in demo.stdout
-    plot = Path(lab.state_dir) / "demo" / "probe-acks1-kill-leader.png"
+    plot = Path(lab.state_dir) / "demo" / "probe-acks1-lag-then-kill-leader-3.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The page: the matrix and both runs' timelines, the acks=1 loss drawn in the seconds
     # whose writes were lost (the timeline in the JSON says which seconds those are).
