@@ -10,10 +10,15 @@ from tabulate import tabulate
 from kaudit.probe.consume.journal import ranges_text
 from kaudit.probe.consume.model import PROMISES, ConsumeReport
 from kaudit.report.base import Report, text_only
+from kaudit.report.check.table import wrap
 
 SCHEMA = "kaudit.consume/v1"
 #: Offsets shown per partition in a table cell before "...".
 _CELL_OFFSETS = 40
+_TABLE_WIDTH = 100
+"""The crash table wraps its long cells when one line per crash is wider than this."""
+_POINT_WIDTH = 19  # after-send-offsets- / before-commit: two lines
+_OFFSETS_WIDTH = 18  # with the columns that never wrap, the table is at most 100 wide
 
 
 def _ranges(offsets: dict[int, list[int]]) -> dict[str, str]:
@@ -67,8 +72,30 @@ def _cell(offsets: dict[int, list[int]]) -> str:
     return text if len(text) <= _CELL_OFFSETS else text[:_CELL_OFFSETS - 3] + "..."
 
 
+def _crash_table(report: ConsumeReport, wrapped: bool = False) -> str:
+    """One row per crash: when, where, what it had in hand and what that cost; its long
+    cells wrapped (a crash point at its hyphens, offset ranges between partitions, then at
+    their commas) only when one line per crash is wider than :data:`_TABLE_WIDTH`."""
+    def cell(text: str, width: int, breaks: str) -> str:
+        return wrap(text, width, breaks=breaks) if wrapped else text
+
+    table = str(tabulate(
+        [(f"{c.worker}.{c.incarnation}", f"{(c.killed_ns - report.started_ns) / 1e9:.1f}",
+          cell(c.point, _POINT_WIDTH, "-"),
+          cell(" ".join(f"p{p}:{r}" for p, r in c.in_flight.items()) or "-", _OFFSETS_WIDTH,
+               ","),
+          c.lost_count(), c.duplicated_count(),
+          cell(_cell(c.lost) if c.lost else _cell(c.duplicated), _OFFSETS_WIDTH, ","))
+         for c in report.verification.crashes],
+        headers=["crash", "at s", "point", "in flight", "lost", "duplicated", "offsets"],
+        disable_numparse=[0]))  # "1.10" is worker 1's tenth start, not 1.1
+    if wrapped or max(len(line) for line in table.split("\n")) <= _TABLE_WIDTH:
+        return table
+    return _crash_table(report, wrapped=True)
+
+
 def consume_table(report: ConsumeReport) -> str:
-    """The heading, the counts, one line per crash, the verdict."""
+    """The heading, the counts, a row per crash, the verdict."""
     s, v = report.settings, report.verification
     crash = (f"a crash every {s.crash_every:g} s ({s.crash_point})" if s.crash_every
              else "no crashes")
@@ -76,19 +103,16 @@ def consume_table(report: ConsumeReport) -> str:
     lines = [f"kaudit probe consume: --commit {s.strategy}, {s.workers} worker(s), "
              f"{v.records:,} records in {s.partitions} partition(s) of {report.topic}; "
              f"{crash}{faults}", ""]
-    lines.append(tabulate(
+    # delivered and promised on a line of their own: as two more columns the counts are
+    # 119 characters wide
+    lines += [tabulate(
         [(v.records, v.processed, v.lost, v.duplicated, v.extra_processings, v.reordered,
-          len(v.crashes), report.restarts, v.delivered(), PROMISES[s.strategy])],
+          len(v.crashes), report.restarts)],
         headers=["records", "processed", "lost", "duplicated", "extra", "reordered",
-                 "crashes", "restarts", "delivered", "promised"]))
+                 "crashes", "restarts"]),
+        f"delivered {v.delivered()}, promised {PROMISES[s.strategy]}"]
     if v.crashes:
-        started = report.started_ns
-        lines += ["", tabulate(
-            [(f"{c.worker}.{c.incarnation}", f"{(c.killed_ns - started) / 1e9:.1f}", c.point,
-              " ".join(f"p{p}:{r}" for p, r in c.in_flight.items()) or "-",
-              c.lost_count(), c.duplicated_count(), _cell(c.lost) if c.lost
-              else _cell(c.duplicated)) for c in v.crashes],
-            headers=["crash", "at s", "point", "in flight", "lost", "duplicated", "offsets"])]
+        lines += ["", _crash_table(report)]
     shown = [f"{e.at_s:.1f} s {e.detail}" for e in report.events
              if e.kind in ("fault", "heal", "rebalance")]
     if shown:

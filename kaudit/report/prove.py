@@ -11,6 +11,7 @@ from kaudit.probe.consume.model import ConsumeReport
 from kaudit.probe.model import ProbeReport
 from kaudit.probe.prove import ProofRow
 from kaudit.report.base import Report, text_only
+from kaudit.report.check.table import wrap
 
 SCHEMA = "kaudit.prove/v1"
 
@@ -69,13 +70,23 @@ def _run(rep: ProbeReport | ConsumeReport) -> dict[str, Any]:
 
 
 def prove_table(proof: Proof) -> str:
-    """One line per claim: settings, schedule, expected and observed, verdict."""
-    table = tabulate([(r.claim.claim, r.settings, r.schedule, r.claim.expected, r.observed,
-                       _verdict(r)) for r in proof.rows],
-                     headers=["claim", "settings", "schedule", "expected", "observed",
-                              "verdict"], maxcolwidths=[34, 30, 20, 24, 30, None])
+    """One row per claim: the claim, its settings and schedule, what was expected and what
+    was observed, the verdict; a blank line between claims (their cells wrap)."""
+    # A column each for settings, schedule, expected and observed is 161 characters wide;
+    # paired in two columns the table fits 100. 27 keeps shrink-isr-then-kill-leader whole.
+    rows = [(wrap(r.claim.claim, 25), wrap(f"{r.settings}\nunder {r.schedule}", 27),
+             wrap(f"expected: {r.claim.expected}\nobserved: {r.observed}", 28, "  "),
+             _verdict(r))
+            for r in proof.rows]
+    lines = tabulate(rows, headers=["claim", "settings", "expected / observed", "verdict"],
+                     disable_numparse=True).split("\n")
+    table, body = lines[:2], lines[2:]
+    for n, row in enumerate(rows):
+        height = max(cell.count("\n") + 1 for cell in row)
+        table += [*([""] if n else []), *body[:height]]
+        body = body[height:]
     confirmed = sum(r.confirmed for r in proof.rows)
-    return (f"{table}\n\n{confirmed} of {len(proof.rows)} claims confirmed in "
+    return ("\n".join(table) + f"\n\n{confirmed} of {len(proof.rows)} claims confirmed in "
             f"{proof.seconds:.0f}s\n")
 
 

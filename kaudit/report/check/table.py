@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import textwrap
+import re
 
 from tabulate import tabulate
 
@@ -11,10 +11,15 @@ from kaudit.check.rules.groups import duration
 from kaudit.report.check.record import RenderOptions, summary_line
 
 # Column widths in characters; long messages and paths wrap inside their cell instead of
-# pushing the table past a normal terminal width.
+# pushing the table past a normal terminal width. A column is widened to its longest word
+# (or path component) rather than cut through it.
 _FINDING_WIDTHS = [9, 26, 22, 44, 14, 14, 24]
 _GUARANTEE_WIDTHS = [24, 24, 13, 9, 9, 44]
 _TABLE_STYLE = "grid"  # row rules keep multi-line (wrapped) rows apart; plain ASCII
+_HEADER_PAD = 2  # tabulate makes every column at least its header plus this
+
+BREAK_MARK = "\\"
+"""Ends a line where a word longer than its column was cut (no space or ``/`` to wrap at)."""
 
 _RESET = "\x1b[0m"
 _COLORS = {
@@ -95,6 +100,85 @@ def _guarantee_row(g: Guarantee) -> list[str]:
     ]
 
 
+# --- wrapping: at spaces, then after a path's "/", inside a word only when it cannot fit ---
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _visible(text: str) -> int:
+    return len(_ANSI.sub("", text))
+
+
+def _parts(word: str, breaks: str = "/") -> list[str]:
+    """``/tmp/lab/orders.properties`` -> ``/``, ``tmp/``, ``lab/``, ``orders.properties``."""
+    return [part for part in re.split(f"(?<=[{re.escape(breaks)}])", word) if part]
+
+
+def wrap(text: str, width: int, indent: str = "", breaks: str = "/") -> str:
+    """``text`` in lines of at most ``width``: a word that does not fit goes to the next line
+    whole; one longer than a line is split after one of ``breaks`` (a path's ``/``), and only
+    a part longer than a line is cut, ending in :data:`BREAK_MARK`. Lines it adds start with
+    ``indent``."""
+    return "\n".join(out for line in text.split("\n")
+                     for out in _wrap_line(line, width, indent, breaks))
+
+
+def _wrap_line(line: str, width: int, indent: str, breaks: str) -> list[str]:
+    if _visible(line) <= width:  # also keeps colour codes, which only short cells carry
+        return [line]
+    lines: list[str] = []
+    current, prefix = "", ""  # the line being filled; the indent it will get
+
+    def fits(text: str) -> bool:
+        return len(prefix + current + text) <= width
+
+    def new_line() -> None:
+        nonlocal current, prefix
+        if current:
+            lines.append(prefix + current)
+            current, prefix = "", indent
+
+    for word in line.split():
+        space = " " if current else ""
+        if fits(space + word):
+            current += space + word
+        elif len(indent + word) <= width:
+            new_line()
+            current = word
+        else:
+            for n, part in enumerate(_parts(word, breaks)):
+                space = " " if current and n == 0 else ""
+                if fits(space + part):
+                    current += space + part
+                elif len(indent + part) <= width:
+                    new_line()
+                    current = part
+                else:  # longer than any line: cut, starting where this line has room
+                    current += space
+                    while len(prefix + current + part) > width:
+                        cut = width - len(prefix + current) - len(BREAK_MARK)
+                        if cut < 1 and current:
+                            current = current.rstrip()
+                            new_line()
+                            continue
+                        cut = max(1, cut)
+                        lines.append(prefix + current + part[:cut] + BREAK_MARK)
+                        current, prefix, part = "", indent, part[cut:]
+                    current += part
+    new_line()
+    return lines
+
+
+def _longest_part(cells: list[str]) -> int:
+    """The widest a column must be for nothing in it to be cut inside a word."""
+    return max((len(part) for cell in cells for word in _ANSI.sub("", cell).split()
+                for part in _parts(word)), default=0)
+
+
+def _wrap_rows(rows: list[list[str]], widths: list[int]) -> list[list[str]]:
+    return [[wrap(cell, w) for cell, w in zip(row, widths, strict=True)] for row in rows]
+
+
 # --- the layout that fits a terminal: fewer columns, details on lines of their own --------
 
 _FLOOR = 24
@@ -102,17 +186,34 @@ _FLOOR = 24
 
 
 def _natural(rows: list[list[str]], headers: list[str]) -> list[int]:
-    return [max(len(line) for cell in [h, *(r[i] for r in rows)] for line in cell.split("\n"))
-            for i, h in enumerate(headers)]
+    return [max(_visible(line) for r in rows for line in r[i].split("\n"))
+            for i in range(len(headers))]
+
+
+def _header_width(header: str) -> int:
+    return max(len(line) for line in header.split("\n")) + _HEADER_PAD
 
 
 def _fit(rows: list[list[str]], headers: list[str], caps: list[int], width: int) -> list[int]:
     """Column widths for a grid table ``width`` characters wide: each column its natural
-    width up to its cap, the last one what is left (at least :data:`_FLOOR`)."""
+    width up to its cap (or up to its longest word, while the last column keeps
+    :data:`_FLOOR`), the last one what is left (at least :data:`_FLOOR`)."""
     natural = _natural(rows, headers)
-    widths = [min(n, c) for n, c in zip(natural[:-1], caps, strict=True)]
-    rest = width - (3 * len(headers) + 1) - sum(widths)
+    borders = 3 * len(headers) + 1
+    widths = [max(_header_width(h), min(n, c))
+              for h, n, c in zip(headers[:-1], natural[:-1], caps, strict=True)]
+    for i, column in enumerate(list(zip(*rows, strict=True))[:-1]):
+        wider = max(widths[i], min(natural[i], _longest_part(list(column))))
+        if width - borders - sum(widths) - (wider - widths[i]) >= _FLOOR:
+            widths[i] = wider
+    rest = width - borders - sum(widths)
     return [*widths, max(_FLOOR, min(natural[-1], rest))]
+
+
+def _widen(rows: list[list[str]], caps: list[int]) -> list[int]:
+    """The wide layout's widths: each cap, or the column's longest word if that is wider."""
+    return [max(cap, _longest_part(list(column)))
+            for cap, column in zip(caps, zip(*rows, strict=True), strict=True)]
 
 
 def _narrow_finding_row(f: Finding, color: bool) -> list[str]:
@@ -132,19 +233,10 @@ def _narrow_guarantee_row(g: Guarantee) -> list[str]:
             f"{_tolerance(g.write_tolerance)}\nwhy: {_why(g)}"]
 
 
-def _table(rows: list[list[str]], headers: list[str], widths: list[int],
-           width: int | None = None) -> str:
-    def draw(widths: list[int]) -> str:
-        return str(tabulate(rows, headers=headers, tablefmt=_TABLE_STYLE, maxcolwidths=widths,
-                            disable_numparse=True))
-
-    text = draw(widths)
-    if width is not None:
-        # tabulate pads short headers; take what it added off the last column.
-        over = max(len(line) for line in text.splitlines()) - width
-        if over > 0 and widths[-1] - over >= _FLOOR:
-            text = draw([*widths[:-1], widths[-1] - over])
-    return text
+def _table(rows: list[list[str]], headers: list[str], widths: list[int]) -> str:
+    # Wrapped here, not by tabulate's maxcolwidths: it cuts paths and names mid-word.
+    return str(tabulate(_wrap_rows(rows, widths), headers=headers, tablefmt=_TABLE_STYLE,
+                        disable_numparse=True))
 
 
 def _sort_key(f: Finding) -> tuple[bool, int]:
@@ -169,8 +261,7 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
     elif result.features_unread:
         headings.append(f"features: not read ({result.features_unread})")
     if options.width is not None:
-        headings = [textwrap.fill(h, options.width, subsequent_indent="  ",
-                                  break_on_hyphens=False) for h in headings]
+        headings = [wrap(h, options.width, indent="  ") for h in headings]
     lines = [*headings, ""]
 
     narrow = options.width is not None
@@ -179,19 +270,11 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
         rows = [_narrow_finding_row(f, color) for f in sorted(result.findings, key=_sort_key)]
         headers = ["severity", "rule / subject", "message"]
         lines += ["Findings", _table(rows, headers, _fit(rows, headers, [9, 26],
-                                                         options.width), options.width)]
+                                                         options.width))]
     elif result.findings:
         rows = [_finding_row(f, color) for f in sorted(result.findings, key=_sort_key)]
-        lines.append("Findings")
-        lines.append(
-            tabulate(
-                rows,
-                headers=["severity", "rule", "subject", "message", "expected", "actual", "source"],
-                tablefmt=_TABLE_STYLE,
-                maxcolwidths=_FINDING_WIDTHS,
-                disable_numparse=True,
-            )
-        )
+        headers = ["severity", "rule", "subject", "message", "expected", "actual", "source"]
+        lines += ["Findings", _table(rows, headers, _widen(rows, _FINDING_WIDTHS))]
     else:
         lines.append("Findings: none")
     lines.append("")
@@ -201,25 +284,11 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
         rows = [_narrow_guarantee_row(g) for g in result.guarantees]
         headers = ["topic", "producer", "guarantee"]
         lines += ["Guarantees", _table(rows, headers, _fit(rows, headers, [24, 20],
-                                                           options.width), options.width)]
+                                                           options.width))]
     elif result.guarantees:
-        lines.append("Guarantees")
-        lines.append(
-            tabulate(
-                [_guarantee_row(g) for g in result.guarantees],
-                headers=[
-                    "topic",
-                    "producer",
-                    "semantics",
-                    "loss\ntolerance",
-                    "write\ntolerance",
-                    "why",
-                ],
-                tablefmt=_TABLE_STYLE,
-                maxcolwidths=_GUARANTEE_WIDTHS,
-                disable_numparse=True,
-            )
-        )
+        rows = [_guarantee_row(g) for g in result.guarantees]
+        headers = ["topic", "producer", "semantics", "loss\ntolerance", "write\ntolerance", "why"]
+        lines += ["Guarantees", _table(rows, headers, _widen(rows, _GUARANTEE_WIDTHS))]
     else:
         lines.append("Guarantees: none")
     lines.append("")
