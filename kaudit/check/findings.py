@@ -98,6 +98,9 @@ class Guarantee:
     """Short clauses explaining the numbers, e.g. 'min.insync.replicas=1'."""
     readers: tuple[Reader, ...] = ()
     """The consumer groups that read the topic (topic guarantees, when groups were read)."""
+    within_session: bool = False
+    """Exactly-once holds within one producer session only (idempotent, not transactional):
+    a restarted producer can duplicate."""
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ For a topic, assuming producers with acks=all:
   allow. Semantics is about the producer protocol, and failures are counted
   separately by ``loss_tolerance``, so this is ``exactly-once`` whenever acks=all
   writes can succeed (idempotent and transactional producers need acks=all),
-  which with the cap is always. When loss_tolerance is 0 the reasons add that a
-  single broker failure can still lose acknowledged writes.
+  which with the cap is always. Reports say the two apart, never one beside the
+  other as a single label: what the producer side can get
+  (``producer_gives``), and what survives how many broker failures
+  (``survives``), see :mod:`kaudit.report.check.words`.
 
 For a producer -> topic pair:
 
@@ -33,6 +35,8 @@ For a producer -> topic pair:
   idempotent or transactional producer (end to end only with read_committed
   consumers and an idempotent or transactional sink); at-least-once otherwise.
 - ``write_tolerance`` is the topic's (it is defined for acks=all writes).
+- ``within_session``: the producer is idempotent but not transactional, so its
+  exactly-once holds within one producer session (a restart can duplicate).
 
 Live ISR state does not change these numbers: they describe what the
 configuration guarantees; live rules (KA2xx) report the current state.
@@ -100,10 +104,8 @@ def topic_guarantee(topic: Topic, snapshot: ClusterSnapshot) -> Guarantee:
     # acks=all writes can always succeed while every replica is in sync: the brokers cap
     # min.insync.replicas at RF (Kafka 3.7+), so the best a topic allows is exactly-once.
     semantics = Semantics.exactly_once
-    reasons.append("exactly-once at best, with idempotent or transactional producers and "
-                   "read_committed consumers")
-    if loss == 0:
-        reasons.append("only while no broker fails")
+    reasons.append("exactly-once end to end needs read_committed consumers and an "
+                   "idempotent or transactional sink too")
     elr = snapshot.feature_level("eligible.leader.replicas.version")
     if elr is not None and d.replication_factor > 1 and not d.unclean:
         reasons.append("ELR on: a replica that left the ISR while it held every acknowledged "
@@ -155,4 +157,6 @@ def pair_guarantee(producer: ClientConfig, topic: Topic, snapshot: ClusterSnapsh
             reasons.append("end to end only with read_committed consumers and an idempotent "
                            "or transactional sink")
     return Guarantee(topic=topic.name, semantics=semantics, loss_tolerance=loss,
-                     write_tolerance=write, producer=producer.path, reasons=tuple(reasons))
+                     write_tolerance=write, producer=producer.path, reasons=tuple(reasons),
+                     within_session=(semantics is Semantics.exactly_once
+                                     and producer.transactional_id is None))

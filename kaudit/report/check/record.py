@@ -20,6 +20,7 @@ from kaudit.check.findings import (
 )
 from kaudit.connect.redact import redact
 from kaudit.report.base import RenderOptions
+from kaudit.report.check.words import producer_gives, survives
 
 SCHEMA = "kaudit.check/v1"
 
@@ -73,6 +74,8 @@ class GuaranteeRecord(TypedDict):
     semantics: str
     loss_tolerance: int
     write_tolerance: int
+    producer_gives: str
+    survives: str
     reasons: list[str]
     readers: list[ReaderRecord]
 
@@ -122,6 +125,9 @@ def guarantee_record(guarantee: Guarantee) -> GuaranteeRecord:
         "semantics": guarantee.semantics.value,
         "loss_tolerance": guarantee.loss_tolerance,
         "write_tolerance": guarantee.write_tolerance,
+        # The same in words, said apart: what the producer side can get, what survives.
+        "producer_gives": producer_gives(guarantee),
+        "survives": survives(guarantee),
         "reasons": list(guarantee.reasons),
         "readers": [{"group": r.group, "lag": r.lag,
                      "oldest_unread_age_ms": r.oldest_unread_age_ms} for r in guarantee.readers],

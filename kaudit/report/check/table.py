@@ -9,12 +9,13 @@ from tabulate import tabulate
 from kaudit.check.findings import CheckResult, Finding, Guarantee, Reader, Severity
 from kaudit.check.rules.groups import duration
 from kaudit.report.check.record import RenderOptions, summary_line
+from kaudit.report.check.words import producer_gives, survives
 
 # Column widths in characters; long messages and paths wrap inside their cell instead of
 # pushing the table past a normal terminal width. A column is widened to its longest word
 # (or path component) rather than cut through it.
 _FINDING_WIDTHS = [9, 26, 22, 44, 14, 14, 24]
-_GUARANTEE_WIDTHS = [24, 24, 13, 9, 9, 44]
+_GUARANTEE_WIDTHS = [24, 24, 22, 30, 44]
 _TABLE_STYLE = "grid"  # row rules keep multi-line (wrapped) rows apart; plain ASCII
 _HEADER_PAD = 2  # tabulate makes every column at least its header plus this
 
@@ -59,23 +60,8 @@ def _finding_row(f: Finding, color: bool) -> list[str]:
     ]
 
 
-def _tolerance(n: int) -> str:
-    # Negative write tolerance means acks=all writes fail already, with every broker up.
-    return "blocked" if n < 0 else str(n)
-
-
-LOSS_WARNING = "one broker failure can lose acknowledged writes"
-
-
-def _semantics(g: Guarantee) -> str:
-    # A topic alone allows at best what its settings allow; the producer decides the rest.
-    return g.semantics.value if g.producer is not None else f"best: {g.semantics.value}"
-
-
 def _why(g: Guarantee) -> str:
     reasons = list(g.reasons)
-    if g.loss_tolerance == 0 and not any("lose acknowledged" in r for r in reasons):
-        reasons.append(LOSS_WARNING)
     if g.readers:
         reasons.append("read by " + ", ".join(_reader(r) for r in g.readers))
     return "; ".join(reasons) or "-"
@@ -93,9 +79,8 @@ def _guarantee_row(g: Guarantee) -> list[str]:
     return [
         g.topic,
         _dash(g.producer),
-        _semantics(g),
-        str(g.loss_tolerance),
-        _tolerance(g.write_tolerance),
+        producer_gives(g),
+        survives(g),
         _why(g),
     ]
 
@@ -229,8 +214,7 @@ def _narrow_finding_row(f: Finding, color: bool) -> list[str]:
 
 def _narrow_guarantee_row(g: Guarantee) -> list[str]:
     return [g.topic, _dash(g.producer),
-            f"{_semantics(g)}, loss tolerance {g.loss_tolerance}, write tolerance "
-            f"{_tolerance(g.write_tolerance)}\nwhy: {_why(g)}"]
+            f"producer side: {producer_gives(g)}\nsurvives: {survives(g)}\nwhy: {_why(g)}"]
 
 
 def _table(rows: list[list[str]], headers: list[str], widths: list[int]) -> str:
@@ -287,7 +271,7 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
                                                            options.width))]
     elif result.guarantees:
         rows = [_guarantee_row(g) for g in result.guarantees]
-        headers = ["topic", "producer", "semantics", "loss\ntolerance", "write\ntolerance", "why"]
+        headers = ["topic", "producer", "producer side", "survives", "why"]
         lines += ["Guarantees", _table(rows, headers, _widen(rows, _GUARANTEE_WIDTHS))]
     else:
         lines.append("Guarantees: none")

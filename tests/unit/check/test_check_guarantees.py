@@ -71,11 +71,17 @@ def test_min_isr_above_rf_says_what_the_brokers_enforce() -> None:
                    "acks=all write" in r for r in topic_guarantee(topic, snap).reasons)
 
 
-def test_zero_loss_tolerance_says_it_holds_only_without_failures() -> None:
+def test_zero_loss_tolerance_says_what_one_failure_does() -> None:
+    from kaudit.report.check.words import producer_gives, survives
+
     topic, snap = _topic(3, 2, unclean=True)
-    reasons = topic_guarantee(topic, snap).reasons
-    assert "only while no broker fails" in reasons
-    assert any("truncate" in r for r in reasons)
+    g = topic_guarantee(topic, snap)
+    assert any("truncate" in r for r in g.reasons)
+    # Said apart, so "exactly-once" never stands beside "loss tolerance 0" as one label.
+    assert producer_gives(g) == ("exactly-once at best, with an idempotent or transactional "
+                                 "producer")
+    assert survives(g) == ("no broker failure: one can lose acknowledged writes; acks=all "
+                           "writes go on with 1 broker down")
 
 
 def test_min_isr_inherited_from_the_brokers() -> None:
