@@ -1,0 +1,106 @@
+"""README's console examples against real output, so they cannot drift.
+
+A README example is a ```` ```console ```` block: a ``$ kaudit ...`` line (continued with
+``\\``), then what the command printed, stderr and stdout as they came. Its text is
+compared with a real run's after both are *normalised*: the state directory, ports,
+cluster and run ids, and every number (counts and times vary from run to run) become
+placeholders, and runs of blanks one blank. What is compared:
+
+- every line outside a bordered table must appear in the real output, in order (stderr
+  lines, ``kaudit <command>: ...``, against stderr; the rest against stdout);
+- every bordered table's header (its columns' names) must be a header of the real output
+  (the rows are left out: where a cell wraps depends on the paths' lengths);
+- a ``[... ...]`` passage (it may span lines) stands for output cut for the README.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+README_STATE_DIR = "/tmp/helper-demo-lab"
+
+
+@dataclass(frozen=True)
+class Example:
+    command: str
+    lines: list[str]
+
+
+def example(command_start: str) -> Example:
+    """The README example whose command starts with ``command_start`` (``kaudit demo``)."""
+    blocks = re.findall(r"```console\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    for block in blocks:
+        lines = block.splitlines()
+        if lines and lines[0].startswith(f"$ {command_start}"):
+            n = 1
+            while lines[n - 1].endswith("\\"):
+                n += 1
+            return Example(" ".join(lines[:n]), lines[n:])
+    raise AssertionError(f"README has no console example of `{command_start}`")
+
+
+def normalise(line: str, state_dir: str) -> str:
+    """A line with what varies between runs replaced by placeholders."""
+    line = line.replace(state_dir, "<state>").replace(README_STATE_DIR, "<state>")
+    line = re.sub(r"127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+)*", "<bootstrap>", line)
+    line = re.sub(r"cluster [A-Za-z0-9_-]{22}", "cluster <id>", line)
+    line = re.sub(r"\b[0-9a-f]{12}\b", "<id>", line)
+    line = re.sub(r"\d[\d,.]*", "N", line)
+    return " ".join(line.split())
+
+
+def _without_cuts(lines: list[str]) -> list[str]:
+    out, cutting = [], False
+    for line in lines:
+        if line.lstrip().startswith("[..."):
+            cutting = True
+        if not cutting:
+            out.append(line)
+        if cutting and line.rstrip().endswith("...]"):
+            cutting = False
+    return out
+
+
+def _bordered_headers(lines: list[str], state_dir: str) -> list[str]:
+    """Each bordered table's header: the lines between its top border and its ``+===``
+    line, column by column, the words of a column joined."""
+    headers = []
+    for i, line in enumerate(lines):
+        if not line.startswith("+=") or i < 1:
+            continue
+        start = i - 1
+        while start > 0 and not lines[start - 1].startswith("+"):
+            start -= 1
+        rows = [[cell.strip() for cell in row.strip().strip("|").split("|")]
+                for row in lines[start:i]]
+        columns = [" ".join(filter(None, column)) for column in zip(*rows, strict=False)]
+        headers.append(normalise(" | ".join(columns), state_dir))
+    return headers
+
+
+def mismatches(ex: Example, stdout: str, stderr: str, state_dir: str,
+               stderr_prefix: str) -> list[str]:
+    """What the README example shows that the real output lacks (empty: they agree)."""
+    shown = _without_cuts(ex.lines)
+    problems = []
+    for stream, real in (("stderr", stderr), ("stdout", stdout)):
+        real_lines = [normalise(x, state_dir) for x in real.splitlines()]
+        mine = [x for x in shown if x.startswith(stderr_prefix) == (stream == "stderr")
+                and not x.startswith(("|", "+"))]
+        position = 0
+        for line in mine:
+            wanted = normalise(line, state_dir)
+            if not wanted:
+                continue
+            try:
+                position = real_lines.index(wanted, position) + 1
+            except ValueError:
+                problems.append(f"{stream} lacks (in this order): {line}")
+    real_headers = _bordered_headers(stdout.splitlines(), state_dir)
+    for header in _bordered_headers(shown, state_dir):
+        if header not in real_headers:
+            problems.append(f"no table with the columns: {header} (real: {real_headers})")
+    return problems

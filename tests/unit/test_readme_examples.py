@@ -1,0 +1,30 @@
+"""The README example checker itself (the real runs are compared in the integration tests)."""
+
+from __future__ import annotations
+
+from tests.readme_examples import Example, mismatches, normalise
+
+
+def test_what_varies_between_runs_is_normalised() -> None:
+    line = ("kaudit demo on the lab in /tmp/x (bootstrap 127.0.0.1:5,127.0.0.1:6), cluster "
+            "2kCXDTYdRqaPbIsCm3ajtQ, run 0123456789ab: 20,903 of 30,000  lost")
+    assert normalise(line, "/tmp/x") == ("kaudit demo on the lab in <state> (bootstrap "
+                                         "<bootstrap>), cluster <id>, run <id>: N of N lost")
+
+
+def test_lines_must_come_in_order_and_cut_passages_are_skipped() -> None:
+    ex = Example("$ kaudit demo", ["kaudit demo: [1/6] lab", "a", "[... cut", "here ...]",
+                                   "b"])
+    assert mismatches(ex, "a\nx\nb\n", "kaudit demo: [2/6] lab\n", "/s", "kaudit demo:") == []
+    assert mismatches(ex, "b\na\n", "kaudit demo: [1/6] lab\n", "/s", "kaudit demo:") == [
+        "stdout lacks (in this order): b"]
+
+
+def test_a_table_whose_columns_changed_is_told() -> None:
+    table = ["+-----+------+", "| topic | loss |", "|       | tol  |", "+=====+======+",
+             "| a   | 1    |", "+-----+------+"]
+    ex = Example("$ kaudit check", table)
+    real = "\n".join(["+---+---+", "| topic | survives |", "+===+===+", "| a | x |"])
+    problems = mismatches(ex, real, "", "/s", "kaudit check:")
+    assert len(problems) == 1 and "topic | loss tol" in problems[0]
+    assert mismatches(ex, "\n".join(table), "", "/s", "kaudit check:") == []
