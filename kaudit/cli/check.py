@@ -60,7 +60,8 @@ def check(
         "--exit-zero", help="Exit 0 even when findings are at or above --fail-on.")] = False,
     format: Annotated[CheckFormat | None, typer.Option(
         "--format", "-f", case_sensitive=False,
-        help="Output format [default: table on a terminal, json otherwise].")] = None,
+        help="Output format; html is one self-contained page [default: html for "
+             "-o FILE.html, table on a terminal, json otherwise].")] = None,
     output: options.Output = None,
     groups: Annotated[bool, typer.Option(
         "--groups/--no-groups",
@@ -104,7 +105,7 @@ def check(
         cluster_snapshot = read_snapshot(settings, groups=groups)
 
     result = evaluate(cluster_snapshot, policies, producers, consumers)
-    fmt = choose_format(format)
+    fmt = choose_format(format, output, html=True)
     emit(render(CHECK, result, fmt, RenderOptions(
         tool_version=__version__, color=use_color(fmt, output),
         width=None if wide else table_width(output))), output)

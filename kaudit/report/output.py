@@ -36,13 +36,14 @@ class PageFormat(StrEnum):
 
 class CheckFormat(StrEnum):
     """Values of ``kaudit check --format`` (declared here, with no formatter imported, so
-    that ``--help`` does not load them)."""
+    that ``--help`` does not load them); ``html`` is also chosen by ``-o FILE.html``."""
 
     table = "table"
     json = "json"
     junit = "junit"
     sarif = "sarif"
     github = "github"
+    html = "html"
 
 
 def choose_format(explicit: str | None, output: str | None = None, *,

@@ -1,4 +1,4 @@
-"""The report of ``kaudit check``: five formats keyed by ``--format``.
+"""The report of ``kaudit check``: six formats keyed by ``--format``.
 
 Every formatter takes the same :class:`~kaudit.check.findings.CheckResult` (already
 redacted) and returns text; machine formats build on the record form in
@@ -14,6 +14,7 @@ from types import MappingProxyType
 from kaudit.check.findings import CheckResult
 from kaudit.report.base import RenderOptions, Report
 from kaudit.report.check.github import render_github
+from kaudit.report.check.html_format import render_html
 from kaudit.report.check.json_format import render_json
 from kaudit.report.check.junit import render_junit
 from kaudit.report.check.record import SCHEMA, check_document, redacted_result
@@ -31,6 +32,7 @@ CHECK_FORMATTERS: Mapping[CheckFormat, CheckFormatter] = MappingProxyType(
         CheckFormat.junit: render_junit,
         CheckFormat.sarif: render_sarif,
         CheckFormat.github: render_github,
+        CheckFormat.html: render_html,
     }
 )
 """The registry: one formatter per :class:`CheckFormat` (a test keeps them in step)."""
