@@ -23,7 +23,8 @@ def demo(
     leader whose followers it froze, under acks=1 and acks=all (acks=1 loses
     writes every run), and reconciles a topic with a Parquet
     sink that has rows missing, duplicated and changed. Reports go to
-    STATE_DIR/demo/. Exits 0 when every step ran: the findings, losses and
+    STATE_DIR/demo/, and every step, with what it shows, to one page:
+    STATE_DIR/demo/index.html. Exits 0 when every step ran: the findings, losses and
     discrepancies it shows are the point. With --format json, one document at the
     end: the report paths and the check, probe matrix and reconcile documents.
     """

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ STEPS = 6
 DEMO_DIR = "demo"
 PROBE_PAGE = "probe-matrix.html"
 """The probe matrix as one web page (tables and every run's timeline), in the demo's folder."""
+DEMO_PAGE = "index.html"
+"""Every step on one web page, each with what it shows and why its failure is the point."""
 TOPIC_PREFIX = "kaudit-demo-"
 ORDERS_TOPIC = f"{TOPIC_PREFIX}orders"
 ORDER_COUNT = 1000
@@ -34,6 +37,10 @@ SINK_DUPLICATED = (42, 500)
 """Order ids the faulty sink wrote twice."""
 SINK_CHANGED = (123, 600)
 """Order ids whose amount the faulty sink changed."""
+SINK_FAULT_COUNTS = MappingProxyType({
+    "missing_in_sink": len(SINK_MISSING), "extra_in_sink": 0,
+    "duplicated_in_sink": len(SINK_DUPLICATED), "mismatched": len(SINK_CHANGED)})
+"""The faulty sink by reconcile's classes: the demo's page sets what reconcile found beside it."""
 MATRIX_COUNT = 30_000
 DEMO_FAULT = "lag-then-kill-leader"
 """Freeze the followers, kill the leader, resume them: acks=1 loses what the leader

@@ -8,12 +8,13 @@ import shlex
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kaudit.demo.cluster import lab_connection, reset_topic_configs
 from kaudit.demo.model import (
     DEMO_DIR,
     DEMO_FAULT,
+    DEMO_PAGE,
     DEMO_TOPICS,
     LAB_WAIT_S,
     MATRIX_COUNT,
@@ -26,6 +27,7 @@ from kaudit.demo.model import (
     SETTLE_WAIT_S,
     SINK_CHANGED,
     SINK_DUPLICATED,
+    SINK_FAULT_COUNTS,
     SINK_MISSING,
     STEPS,
     DemoReports,
@@ -130,10 +132,41 @@ class Demo:
             check_sarif=check_sarif, probe_json=probe_json, probe_plot=plot,
             reconcile_json=reconcile_json, sink=sink,
             discrepancies=tuple(result.output_files))
+        self.write_page(reports)
         return DemoResult(state_dir=self.state_dir, bootstrap=state.bootstrap,
                           started_lab=started_lab, check=check_result, matrix=rows,
                           reconcile=result, reports=reports,
                           seconds=time.monotonic() - started)
+
+    def write_page(self, reports: DemoReports) -> Path:
+        """Every step on one page, ``DEMO_DIR/index.html``, made from the reports the steps
+        wrote (the per-step files stay)."""
+        from kaudit.report.demo_page import demo_page
+        from kaudit.report.output import emit
+
+        def document(path: Path) -> Any:
+            return json.loads(path.read_text(encoding="utf-8"))
+
+        def name(path: Path | str) -> str:
+            # As the page's reader finds them: beside it (the page may be opened elsewhere).
+            path = Path(path)
+            return str(path.relative_to(self.directory)
+                       if path.is_relative_to(self.directory) else path)
+
+        files = [(name(reports.check_json), "check's findings and guarantees (JSON)"),
+                 (name(reports.check_sarif), "the same findings as SARIF, for code scanning"),
+                 (name(reports.probe_json), "the probe matrix's counts, run by run (JSON)"),
+                 (PROBE_PAGE, "the probe matrix's own page, with each run's timeline")]
+        if reports.probe_plot is not None:
+            files.append((name(reports.probe_plot), "the acks=1 run's timeline"))
+        files += [(name(reports.reconcile_json), "reconcile's counts and samples (JSON)"),
+                  *((name(p), "every order reconcile found wrong (Parquet)")
+                    for p in reports.discrepancies),
+                  (name(reports.policy), "the policy check used: edit it and run check again")]
+        page = self.directory / DEMO_PAGE
+        emit(demo_page(document(reports.check_json), document(reports.probe_json),
+                       document(reports.reconcile_json), SINK_FAULT_COUNTS, files), str(page))
+        return page
 
     def ensure_lab(self) -> tuple[LabState, bool]:
         """The lab running in the state directory, started if needed; True if we started it."""
@@ -319,5 +352,16 @@ def run_demo(state_dir: Path, *, out: Say, say: Say, interrupted: threading.Even
     """Run the demo on the lab in ``state_dir`` (started if it is not running)."""
     demo = Demo(state_dir, out=out, say=say, interrupted=interrupted, color=color)
     result = demo.run()
-    out(summary(result))
+    out(listing_the_page(summary(result), result.reports.directory / DEMO_PAGE))
     return result
+
+
+def listing_the_page(closing: str, page: Path) -> str:
+    """The closing summary with the demo's page first in its list of reports (after the
+    ``== done ... Reports in DIR:`` line; at the end if that line is not there)."""
+    line = f"  demo page    {page}  (every step and what it shows: open it in a browser)"
+    lines = closing.split("\n")
+    at = next((n + 1 for n, text in enumerate(lines) if text.startswith("== done")), None)
+    if at is None:
+        return closing.rstrip("\n") + "\n" + line + "\n"
+    return "\n".join([*lines[:at], line, *lines[at:]])
