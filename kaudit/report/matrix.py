@@ -54,18 +54,40 @@ def matrix_table(rows: list[MatrixRow]) -> str:
 
 
 def matrix_html(rows: list[MatrixRow]) -> str:
-    """One page: the verdict table, then each run's timeline."""
+    """One page: the verdict in a sentence, each failing run's reasons explained, a table of
+    the configurations and one of the runs, then each run's timeline."""
     from kaudit.report import html
+    from kaudit.report.explain import configuration, matrix_sentence
     from kaudit.report.probe import probe_document
 
-    runs = [(f"acks={r.cell.acks}, idempotence {'on' if r.cell.idempotence else 'off'}, "
-             f"min.isr={r.cell.min_insync_replicas}, "
-             f"fault {r.cell.fault.label() if r.cell.fault else 'none'}", rep)
-            for r in rows for rep in r.reports]
-    failing = any(rep.verdict != "pass" for _, rep in runs)
-    return html.page("kaudit probe matrix", "fail" if failing else "pass", matrix_table(rows),
-                     [(f"{label}: run {rep.run_id[:12]}, verdict {rep.verdict}",
-                       html.timeline(probe_document(rep), label)) for label, rep in runs])
+    doc = matrix_document(rows)
+    runs = [(configuration(row), r, rep) for row, matrix_row in zip(doc["rows"], rows,
+                                                                     strict=True)
+            for r, rep in zip(row["runs"], matrix_row.reports, strict=True)]
+    failing = any(r["verdict"] != "pass" for _, r, _ in runs)
+    n = html.number
+    table = html.table(
+        ["configuration", "trials", "sent", "acked", "lost", "duplicated", "reordered",
+         "unavailable s", "verdict"],
+        [(configuration(row), row["trials"], *(n(row[k]) for k in (
+            "sent", "acked", "lost", "duplicated", "reordered")), n(row["unavailable_seconds"]),
+          "pass" if all(r["verdict"] == "pass" for r in row["runs"]) else "fail")
+         for row in doc["rows"]], verdict_column=8,
+        flagged=[i for i, row in enumerate(doc["rows"]) if row["lost"]])
+    run_table = html.table(
+        ["configuration", "run", "acked", "lost", "duplicated", "verdict", "reasons"],
+        [(label, r["run_id"][:12], n(r["acked"]), n(r["lost"]), n(r["duplicated"]),
+          r["verdict"], "; ".join(rep.violations()) or "none") for label, r, rep in runs],
+        verdict_column=5)
+    explained = html.reasons([(f"{label}, run {r['run_id'][:12]}", reason)
+                              for label, r, rep in runs for reason in rep.violations()])
+    return html.page(
+        "kaudit probe matrix", "fail" if failing else "pass", "",
+        [("Configurations", table), ("Runs", run_table),
+         *((f"{label}: run {r['run_id'][:12]}, verdict {r['verdict']}",
+            html.timeline(probe_document(rep), label)) for label, r, rep in runs)],
+        reason=matrix_sentence(doc),
+        context=f"{len(rows)} configuration(s), {len(runs)} run(s)", head=explained)
 
 
 MATRIX: Report[list[MatrixRow]] = Report(name="probe matrix", schema=SCHEMA,

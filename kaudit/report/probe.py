@@ -120,14 +120,128 @@ def probe_table(report: ProbeReport) -> str:
 
 
 def probe_html(report: ProbeReport) -> str:
-    """One page: the summary and the run's timeline."""
+    """One page a reader takes in at a glance: the verdict in a sentence with its reason,
+    each reason explained, the counts as tables, the timeline, then the event log."""
     from kaudit.report import html
+    from kaudit.report.explain import probe_sentence
 
     doc = probe_document(report)
+    sections = [("Counts", _counts_html(doc)),
+                ("Timeline", html.timeline(doc, "messages and ack latency per second; "
+                                                "faults and leader changes marked")),
+                ("Events", _events_html(doc)),
+                *_details_html(doc)]
     return html.page(f"kaudit probe {doc['run_id'][:12]} on {doc['topic']}", doc["verdict"],
-                     probe_table(report),
-                     [("Timeline", html.timeline(doc, "messages and ack latency per second; "
-                                                      "faults and leader changes marked"))])
+                     "", sections, reason=probe_sentence(doc), context=_context(doc),
+                     head=html.reasons(doc["violations"]))
+
+
+def _context(doc: dict[str, Any]) -> str:
+    """The run's settings in one line, under the verdict."""
+    s, tp = doc["settings"], doc["throughput"]
+    fault = (f"fault {', '.join(s['faults'])} at {s['fault_at']} for {s['fault_duration']:g}s"
+             if s["faults"] else "no fault")
+    return (f"acks={s['acks']}, idempotence {'on' if s['idempotence'] else 'off'}, "
+            f"transactional {'on' if s['transactional'] else 'off'}, "
+            f"{s['partitions']} partition(s), RF={s['replication_factor']}, "
+            f"min.insync.replicas={s['min_insync_replicas'] or 'broker default'}, {fault}; "
+            f"{'--expect ' + s['expect'] if s['expect'] else 'no --expect'}; "
+            f"{tp['total_seconds']:g}s in all, read back "
+            f"{'while producing' if doc['live_verification'] else 'after the run'}")
+
+
+def _counts_html(doc: dict[str, Any]) -> str:
+    """What the producer was told, what reading back found, latency and throughput side by
+    side; then per partition, and the producer's errors."""
+    from kaudit.report import html
+
+    n = html.number
+    told = html.table(["write", "messages"], [(k, n(doc[k])) for k in (
+        "sent", "acked", "failed", "indeterminate", "aborted")],
+        caption="What the producer was told")
+    found = html.table(["class", "messages"], [(c, n(doc[c])) for c in _CLASSES],
+                       caption="What reading back found",
+                       flagged=[i for i, c in enumerate(_CLASSES) if doc[c]
+                                and any(v.startswith(f"{c}:") for v in doc["violations"])])
+    lat, e2e = doc["latency_ms"], doc["e2e_latency_ms"] or {}
+    latency = html.table(["latency ms", "p50", "p99", "p99.9", "max"],
+                         [(name, *(n(d.get(k)) for k in ("p50", "p99", "p999", "max")))
+                          for name, d in (("ack", lat), ("end-to-end", e2e))],
+                         caption="Latency")
+    tp, avail = doc["throughput"], doc["availability"]
+    pace = html.table([], [
+        ("sent per second", n(tp["sent_per_second"])),
+        ("over seconds of sending", n(tp["sending_seconds"])),
+        ("then held for the fault to heal, s", n(tp["held_seconds"])),
+        ("verified per second, end to end", n(tp["verified_per_second"])),
+        ("unavailable seconds", n(avail["unavailable_seconds"])),
+        ("unavailable windows", n(len(avail["unavailable_windows"])))],
+        caption="Throughput and availability")
+    # Latency and throughput stacked in one column: four tables abreast overflow 1280 px.
+    parts = [html.side_by_side(told, found, f"<div>{latency}{pace}</div>"),
+             _partitions_html(doc)]
+    if doc["send_errors"]:
+        parts.append(html.table(["error", "sends"], [(k, n(v)) for k, v in
+                                                     doc["send_errors"].items()],
+                                caption="The producer's errors"))
+    return "".join(parts)
+
+
+_PARTITION_COUNTS = ("sent", "acked", "failed", "indeterminate", "lost", "duplicated",
+                     "reordered")
+
+
+def _partitions_html(doc: dict[str, Any]) -> str:
+    from kaudit.report import html
+
+    rows = [(p["partition"], *(html.number(p[k]) for k in _PARTITION_COUNTS),
+             p["first_offset"], p["last_offset"], p["last_seen_offset"])
+            for p in doc["partitions"]]
+    return html.table(["partition", *_PARTITION_COUNTS, "first acked offset",
+                       "last acked offset", "last offset read"], rows,
+                      caption="Per partition",
+                      flagged=[i for i, p in enumerate(doc["partitions"]) if p["lost"]])
+
+
+def _setting(value: Any) -> str:
+    """A setting as the JSON document spells it, lists and mappings flattened."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def _events_html(doc: dict[str, Any]) -> str:
+    from kaudit.report import html
+
+    if not doc["events"]:
+        return "<p>No fault, heal, leader or ISR change was recorded.</p>"
+    return html.table(["at s", "event", "partition", "detail"],
+                      [(f"{e['at_s']:.3f}", e["kind"], e["partition"], e["detail"])
+                       for e in doc["events"]])
+
+
+def _details_html(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """Examples of each class, the run's notes and every setting, when there are any."""
+    from kaudit.report import html
+
+    out = []
+    if doc["samples"]:
+        out.append(("Examples", html.table(
+            ["class", "partition", "sequence", "acked offset", "seen at offsets"],
+            [(cls, x["partition"], x["sequence"], x["acked_offset"],
+              ", ".join(map(str, x["seen_offsets"])) or "never")
+             for cls, samples in doc["samples"].items() for x in samples[:3]])))
+    if doc["notes"]:
+        out.append(("Notes", "<ul>" + "".join(f"<li>{html.escape(note)}</li>"
+                                              for note in doc["notes"]) + "</ul>"))
+    settings = [(k, _setting(v)) for k, v in doc["settings"].items()
+                if v not in (None, [], {}, "")]
+    out.append(("Settings", html.table(["setting", "value"], settings)))
+    return out
 
 
 PROBE: Report[ProbeReport] = Report(name="probe", schema=SCHEMA, document=probe_document,

@@ -91,20 +91,32 @@ def prove_table(proof: Proof) -> str:
 
 
 def prove_html(proof: Proof) -> str:
-    """One page: a verdict per claim, then each run's timeline."""
+    """One page: the verdict in a sentence, a row per claim, a row per run, then each
+    producer run's timeline."""
     from kaudit.report import html
+    from kaudit.report.explain import prove_sentence, unjudged_claim
     from kaudit.report.probe import probe_document
 
+    doc = prove_document(proof)
     claims = html.table(["claim", "settings", "schedule", "expected", "observed", "verdict"],
                         [(r.claim.claim, r.settings, r.schedule, r.claim.expected,
-                          r.observed, _verdict(r)) for r in proof.rows], verdict_column=5)
-    runs = [(f"run {name}: {', '.join(rep.settings.describe()['faults']) or 'no fault'}, "
-             f"verdict {rep.verdict}", html.timeline(probe_document(rep), name))
-            for name, rep in proof.reports.items() if isinstance(rep, ProbeReport)]
-    confirmed = sum(r.confirmed for r in proof.rows)
-    return html.page("kaudit probe prove", proof.verdict,
-                     f"{confirmed} of {len(proof.rows)} claims confirmed in "
-                     f"{proof.seconds:.0f}s", [("Claims", claims), *runs])
+                          r.observed, _verdict(r)) for r in proof.rows], verdict_column=5,
+                        # A claim the runs contradicted, not one left without a run.
+                        flagged=[i for i, r in enumerate(doc["rows"])
+                                 if r["verdict"] != "CONFIRMED" and not unjudged_claim(r)])
+    n = html.number
+    runs = html.table(
+        ["run", "fault", "acked or processed", "lost", "duplicated", "verdict"],
+        [(name, ", ".join(run["settings"].get("faults") or []) or "-",
+          n(run.get("acked", run.get("processed"))), n(run["lost"]), n(run["duplicated"]),
+          run["verdict"]) for name, run in doc["runs"].items()], verdict_column=5)
+    charts = [(f"run {name}: {', '.join(rep.settings.describe()['faults']) or 'no fault'}, "
+               f"verdict {rep.verdict}", html.timeline(probe_document(rep), name))
+              for name, rep in proof.reports.items() if isinstance(rep, ProbeReport)]
+    return html.page("kaudit probe prove", proof.verdict, "",
+                     [("Claims", claims), *([("Runs", runs)] if doc["runs"] else []), *charts],
+                     reason=prove_sentence(doc),
+                     context=f"{len(proof.rows)} claim(s) judged on {len(doc['runs'])} run(s)")
 
 
 PROVE: Report[Proof] = Report(name="probe prove", schema=SCHEMA, document=prove_document,

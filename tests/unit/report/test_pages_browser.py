@@ -1,5 +1,6 @@
 """The HTML pages as a browser shows them: headless Chromium loads each page from a file and
-every picture decodes, nothing is fetched, and the page fits a laptop-wide window.
+every picture decodes, nothing is fetched or run, the verdict's sentence is on the first
+screen, and the page fits a laptop-wide window.
 
 Needs Debian's chromium and chromium-driver and the selenium package (`.ci/run` installs
 them); skipped where they are missing, except under CI, where a missing browser fails.
@@ -23,6 +24,7 @@ from kaudit.report.matrix import MATRIX
 from kaudit.report.probe import PROBE
 from kaudit.report.prove import PROVE, Proof
 from tests.unit.probe.reports import probe_report
+from tests.unit.report.probe_sample import lag_then_kill_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -72,6 +74,7 @@ def _pages() -> dict[str, str]:
                "acksall": probe_report(acked=30)}
     return {
         "probe": render(PROBE, probe_report(acked=50, lost=5, duplicated=2), "html"),
+        "incident": render(PROBE, lag_then_kill_report(), "html"),
         "matrix": render(MATRIX, [MatrixRow(cell, (probe_report(acked=20, lost=3),
                                                    probe_report(acked=20)))], "html"),
         "prove": render(PROVE, Proof(judge(reports), reports, 5.0), "html"),
@@ -88,24 +91,35 @@ return {
   overflow: document.documentElement.scrollWidth - window.innerWidth,
   title: document.title,
   text: document.body.innerText,
+  opening: document.querySelector('h1').nextElementSibling.className,
+  openingBottom: document.querySelector('h1').nextElementSibling.getBoundingClientRect().bottom,
+  pre: document.querySelectorAll('pre').length,
+  scripts: document.scripts.length,
+  tables: document.querySelectorAll('table').length,
 };
 """
 
 
-@pytest.mark.parametrize("name", ["probe", "matrix", "prove"])
+@pytest.mark.parametrize("name", ["probe", "incident", "matrix", "prove"])
 def test_a_browser_shows_every_picture_of_the_page_and_fetches_nothing(
         browser: Any, tmp_path: Path, name: str) -> None:
     page = tmp_path / f"{name}.html"
     page.write_text(_pages()[name], encoding="utf-8")
     browser.get(page.as_uri())
     seen = browser.execute_script(_SEEN)
-    expected_images = {"probe": 1, "matrix": 2, "prove": 2}[name]
+    expected_images = {"probe": 1, "incident": 1, "matrix": 2, "prove": 2}[name]
     assert seen["images"] == expected_images
     assert seen["decoded"] == expected_images  # every PNG decoded by the browser itself
     assert seen["fetched"] == []  # self-contained: no script, style or picture from elsewhere
     assert seen["title"].startswith("kaudit")
     assert {"probe": "lost: 5 acknowledged message(s)", "matrix": "lag-then-kill-leader",
+            "incident": "gone when broker 3 became leader of partition 0 at 14.1 s",
             "prove": "NOT CONFIRMED"}[name] in seen["text"]
+    # The verdict sentence comes right under the title, on the first screen; the rows are
+    # tables, not a monospace dump; nothing runs.
+    assert seen["opening"].startswith("verdict verdict-")
+    assert seen["openingBottom"] <= WINDOW[1] / 3
+    assert seen["pre"] == 0 and seen["scripts"] == 0 and seen["tables"] >= 2
     assert seen["overflow"] <= 0  # no sideways scrolling in a 1280-pixel window
     assert seen["widest"] <= WINDOW[0]
     if os.environ.get("KAUDIT_BROWSER_SCREENSHOTS"):  # to look at the pages by eye
