@@ -123,7 +123,7 @@ def consume(
              "once it has polled a batch, again and again.")
     ] = None,
     fault: Annotated[list[str] | None, typer.Option(
-        metavar="SPEC", rich_help_panel=FAULTS,
+        metavar="SPEC", rich_help_panel=FAULTS, autocompletion=options.complete_fault(CONSUMER),
         help=f"{fault_help(CONSUMER)}; repeatable. `man kaudit-probe` says what "
              "each does.")] = None,
     fault_at: Annotated[str, typer.Option(

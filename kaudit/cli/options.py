@@ -125,6 +125,37 @@ def _writable_output(value: str | None) -> str | None:
     return value
 
 
+def complete_fault(command: str, *, listed: bool = False
+                   ) -> Callable[[str], list[tuple[str, str]]]:
+    """Shell completion of ``--fault`` for ``command`` (a registry name: PRODUCER or
+    CONSUMER): the faults it takes, each with what it does (zsh and fish show it).
+
+    ``listed``: the value is a comma-separated list (``probe matrix --fault``); the item
+    after the last comma is completed, and ``none`` is one of the choices.
+    """
+
+    def complete(incomplete: str) -> list[tuple[str, str]]:
+        import textwrap
+
+        from kaudit.probe.faults.registry import faults_of
+
+        done, comma, item = incomplete.rpartition(",") if listed else ("", "", incomplete)
+        # One short line each: typer renders a help with rich, which wraps it at 80
+        # columns (fish would read each wrapped line as one more choice) and reads ":ID:"
+        # as an emoji.
+        choices = [(f.name, textwrap.shorten(f"{f.usage()} - {f.description}" if f.argument
+                                             else f.description, 72, placeholder="..."))
+                   for f in faults_of(command)]
+        if listed:
+            choices.append(("none", "no fault"))
+        given = {part.strip() for part in done.split(",")}
+        # The shell replaces the whole word, so each choice carries the items before it.
+        return [(f"{done}{comma}{name}", help) for name, help in choices
+                if name.startswith(item) and name not in given]
+
+    return complete
+
+
 def topic_name(value: str | None) -> str | None:
     """Refuse a --topic Kafka would refuse, with the reason (the broker only says "Invalid
     topic")."""

@@ -109,6 +109,7 @@ def probe(
     ] = None,
     fault: Annotated[list[str] | None, typer.Option(
         metavar="SPEC", rich_help_panel=FAULTS,
+        autocompletion=options.complete_fault(PRODUCER_PROBE),
         help=f"{fault_help(PRODUCER_PROBE)}; repeatable. `man kaudit-probe` says what each "
              "does.")
     ] = None,
@@ -208,6 +209,7 @@ def matrix(
     unclean_leader_election: Annotated[str, typer.Option(
         metavar="LIST", help="off,on.")] = "off",
     fault: Annotated[str, typer.Option(
+        autocompletion=options.complete_fault(PRODUCER_PROBE, listed=True),
         metavar="LIST", help="Faults to run each configuration under, comma-separated (none "
                              f"for no fault): {fault_help(PRODUCER_PROBE)}; pause faults run "
                              "with request.timeout.ms=1000.")

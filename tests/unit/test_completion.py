@@ -15,11 +15,15 @@ import pytest
 import typer
 
 from kaudit.cli.app import app
+from kaudit.probe.faults.registry import CONSUMER, PRODUCER, faults_of
+from kaudit.report.output import CheckFormat
 from tests.conftest import kaudit_on_path
 
 COMMANDS = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
 LAB_COMMANDS = ["down", "env", "kill", "start", "status", "up"]
-CHECK_FORMATS = ["table", "json", "junit", "sarif", "github"]
+CHECK_FORMATS = [f.value for f in CheckFormat]
+PRODUCER_FAULTS = [f.name for f in faults_of(PRODUCER)]
+CONSUMER_FAULTS = [f.name for f in faults_of(CONSUMER)]
 
 
 @pytest.fixture()
@@ -47,6 +51,16 @@ def test_the_app_has_the_commands_completion_is_tested_on() -> None:
     (["kaudit", "check", "--format", ""], CHECK_FORMATS),
     (["kaudit", "check", "--fail"], ["--fail-on"]),
     (["kaudit", "lab", "kill", "--signal", ""], ["TERM", "KILL", "STOP"]),
+    (["kaudit", "probe", "--fault", ""], PRODUCER_FAULTS),
+    (["kaudit", "probe", "--fault", "kill-"], ["kill-leader", "kill-broker"]),
+    (["kaudit", "probe", "consume", "--fault", ""], ["kill-leader", "kill-coordinator"]),
+    (["kaudit", "probe", "matrix", "--fault", ""], [*PRODUCER_FAULTS, "none"]),
+    # A comma list: the item after the last comma, with the items before it (bash
+    # replaces the whole word), not one listed already.
+    (["kaudit", "probe", "matrix", "--fault", "kill-leader,pa"],
+     ["kill-leader,pause-leader", "kill-leader,pause-follower"]),
+    (["kaudit", "probe", "matrix", "--fault", "kill-leader,"],
+     [f"kill-leader,{name}" for name in [*PRODUCER_FAULTS, "none"] if name != "kill-leader"]),
 ])
 def test_bash_script_from_show_completion_completes(words: list[str], expected: list[str],
                                                     env: dict[str, str]) -> None:
@@ -105,3 +119,22 @@ def test_fish_completes_commands_and_choices(env: dict[str, str]) -> None:
     assert sorted(line.split("\t")[0] for line in commands.splitlines()) == COMMANDS
     lab = complete("fish", "kaudit lab ", env, _TYPER_COMPLETE_FISH_ACTION="get-args")
     assert sorted(line.split("\t")[0] for line in lab.splitlines()) == LAB_COMMANDS
+
+
+def test_fish_completes_faults_each_with_what_it_does_on_one_line(env: dict[str, str]) -> None:
+    for line, names in (("kaudit probe --fault ", PRODUCER_FAULTS),
+                        ("kaudit probe consume --fault ", CONSUMER_FAULTS)):
+        shown = complete("fish", line, env, _TYPER_COMPLETE_FISH_ACTION="get-args")
+        # A help wrapped onto a second line would be one more (wrong) choice.
+        choices = [choice.split("\t") for choice in shown.splitlines()]
+        assert [choice[0] for choice in choices] == names
+        assert all(len(choice) == 2 and choice[1] for choice in choices), shown
+    assert "kill-broker:ID - SIGKILL broker ID" in complete(
+        "fish", "kaudit probe --fault kill-b", env, _TYPER_COMPLETE_FISH_ACTION="get-args")
+
+
+def test_zsh_completes_the_last_fault_of_a_matrix_list(env: dict[str, str]) -> None:
+    shown = complete("zsh", "kaudit probe matrix --fault kill-leader,pause-", env)
+    assert '"kill-leader,pause-leader":' in shown
+    assert '"kill-leader,pause-follower":' in shown
+    assert "stop-leader" not in shown
