@@ -172,3 +172,10 @@ def test_demo_without_java_is_exit_3_in_one_line(tmp_path: Path) -> None:
     assert result.code == 3, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("kaudit: error:")]
     assert len(errors) == 1 and "Traceback" not in result.stderr
+
+
+def test_the_readme_tour_is_what_a_real_run_prints(demo: Run, lab: Lab) -> None:
+    from tests.readme_examples import example, mismatches
+
+    tour = example("kaudit demo --state-dir")
+    assert mismatches(tour, demo.stdout, demo.stderr, lab.state_dir, "kaudit demo:") == []
