@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kaudit import __version__
-from kaudit.check.findings import CheckResult, Severity
 from kaudit.cli import options
 from kaudit.cli.ending import written
 from kaudit.errors import ExitCode, InputError
 from kaudit.report.output import CheckFormat, choose_format, emit, table_width, use_color
+
+if TYPE_CHECKING:
+    from kaudit.check.findings import CheckResult
 
 
 class FailOn(StrEnum):
@@ -25,6 +27,8 @@ class FailOn(StrEnum):
 
 def exit_code(result: CheckResult, fail_on: FailOn, exit_zero: bool) -> ExitCode:
     """0 unless an unwaived finding is at or above ``fail_on`` (and not --exit-zero)."""
+    from kaudit.check.findings import Severity
+
     if exit_zero:
         return ExitCode.OK
     threshold = Severity(fail_on.value).rank

@@ -8,13 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kaudit.connect.settings import ConnectionSettings, resolve_connection
-from kaudit.lab.state import default_state_dir
 from kaudit.report.output import OutputFormat, PageFormat, output_problem
+
+if TYPE_CHECKING:
+    # Read only when a command runs: --help and shell completion never resolve a connection.
+    from kaudit.connect.settings import ConnectionSettings
 
 CONNECTION = "Connection"
 
@@ -198,6 +200,8 @@ class ConnectionOptions:
 
     def settings(self) -> ConnectionSettings:
         """Resolve flags, environment and context into connection settings."""
+        from kaudit.connect.settings import resolve_connection
+
         return resolve_connection(
             bootstrap_server=self.bootstrap_server,
             command_config=self.command_config,
@@ -252,4 +256,6 @@ def with_connection(command: Callable[..., int]) -> Callable[..., int]:
 
 def state_dir(value: Path | None) -> Path:
     """The lab state directory to use."""
+    from kaudit.lab.state import default_state_dir
+
     return (value or default_state_dir()).expanduser().resolve()

@@ -1,8 +1,10 @@
-"""`kaudit --help` answers fast: no Kafka client, Spark, table, plot or validation library."""
+"""`kaudit --help` and a TAB answer fast: no Kafka client, Spark, table, plot or validation
+library. (How fast: `bench/startup`; a timed assertion would fail on a busy machine.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -29,4 +31,14 @@ def test_help_loads_no_heavy_module(args: list[str]) -> None:
     result = subprocess.run([sys.executable, "-c", _PROBE.format(heavy=HEAVY), *args],
                             capture_output=True, text=True, timeout=60)
     assert "Usage: kaudit" in result.stdout
+    assert json.loads(result.stderr.strip().splitlines()[-1]) == []
+
+
+def test_completion_loads_no_heavy_module() -> None:
+    # What bash's completion function runs on `kaudit probe --fault <TAB>`.
+    env = os.environ | {"_KAUDIT_COMPLETE": "complete_bash", "COMP_WORDS": "kaudit probe --fault ",
+                        "COMP_CWORD": "3"}
+    result = subprocess.run([sys.executable, "-c", _PROBE.format(heavy=HEAVY)], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert "kill-leader" in result.stdout.split()
     assert json.loads(result.stderr.strip().splitlines()[-1]) == []
