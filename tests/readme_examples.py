@@ -42,11 +42,23 @@ def example(command_start: str) -> Example:
     raise AssertionError(f"README has no console example of `{command_start}`")
 
 
+def commands(ex: Example) -> list[Example]:
+    """A block of several commands (``$ eval ...``, ``$ kaudit cluster``) cut into one
+    example per command; a command that printed nothing keeps no lines."""
+    out = [Example(ex.command, [])]
+    for line in ex.lines:
+        if line.startswith("$ "):
+            out.append(Example(line, []))
+        else:
+            out[-1].lines.append(line)
+    return out
+
+
 def normalise(line: str, state_dir: str) -> str:
     """A line with what varies between runs replaced by placeholders."""
     line = line.replace(state_dir, "<state>").replace(README_STATE_DIR, "<state>")
     line = re.sub(r"127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+)*", "<bootstrap>", line)
-    line = re.sub(r"cluster [A-Za-z0-9_-]{22}", "cluster <id>", line)
+    line = re.sub(r"(?<![\w.-])[A-Za-z0-9_-]{22}(?![\w.-])", "<id>", line)  # a cluster id
     line = re.sub(r"\b[0-9a-f]{12}\b", "<id>", line)
     line = re.sub(r"\d[\d,.]*", "N", line)
     # A demo topic is created on a first run and found on the next.

@@ -179,3 +179,20 @@ def test_the_readme_tour_is_what_a_real_run_prints(demo: Run, lab: Lab) -> None:
 
     tour = example("kaudit demo --state-dir")
     assert mismatches(tour, demo.stdout, demo.stderr, lab.state_dir, "kaudit demo:") == []
+
+
+def test_the_readme_examples_on_the_lab_the_demo_left_are_real_output(demo: Run,
+                                                                      lab: Lab) -> None:
+    from tests.readme_examples import commands, example, mismatches
+
+    status, _, cluster = commands(example("kaudit lab status --state-dir"))
+    real = run_kaudit("lab", "status", "--state-dir", lab.state_dir, "-f", "table")
+    assert mismatches(status, real.stdout, real.stderr, lab.state_dir, "kaudit lab:") == []
+    real = run_kaudit("cluster", "-b", lab.bootstrap, "-f", "table")
+    assert mismatches(cluster, real.stdout, real.stderr, lab.state_dir, "kaudit cluster:") == []
+    github = example("kaudit check --policy /tmp/helper-demo-lab/demo/policy.yaml --format")
+    real = run_kaudit("check", "-b", lab.bootstrap, "--policy",
+                      str(Path(lab.state_dir) / "demo" / "policy.yaml"), "--format", "github")
+    assert real.code == 1, real.stderr
+    # Every line of it is stdout, its summary ("kaudit check: 8 errors...") too.
+    assert mismatches(github, real.stdout, real.stderr, lab.state_dir, "\0") == []

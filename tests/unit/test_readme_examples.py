@@ -10,6 +10,17 @@ def test_what_varies_between_runs_is_normalised() -> None:
             "2kCXDTYdRqaPbIsCm3ajtQ, run 0123456789ab: 20,903 of 30,000  lost")
     assert normalise(line, "/tmp/x") == ("kaudit demo on the lab in <state> (bootstrap "
                                          "<bootstrap>), cluster <id>, run <id>: N of N lost")
+    assert normalise("cluster id   2kCXDTYdRqaPbIsCm3ajtQ", "/tmp/x") == "cluster id <id>"
+    # A topic name is no id, however long.
+    assert normalise("topic kaudit-demo-payments", "/tmp/x") == "topic kaudit-demo-payments"
+
+
+def test_a_block_of_several_commands_is_cut_per_command() -> None:
+    from tests.readme_examples import commands
+
+    parts = commands(Example("$ kaudit lab status", ["a", "$ eval x", "$ kaudit cluster", "b"]))
+    assert [(p.command, p.lines) for p in parts] == [
+        ("$ kaudit lab status", ["a"]), ("$ eval x", []), ("$ kaudit cluster", ["b"])]
 
 
 def test_lines_must_come_in_order_and_cut_passages_are_skipped() -> None:
