@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kaudit.cli import options
-from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, LabStateError
 from kaudit.lab.runtime import DEFAULT_KAFKA_VERSION, kafka_runtime
 from kaudit.lab.security import Security
@@ -84,6 +83,7 @@ def up(
 
     With --format json, print the lab's status document (as `lab status -f json`).
     """
+    from kaudit.connect.settings import parse_key_values
     from kaudit.lab import manager
 
     directory = options.state_dir(state_dir)

@@ -14,7 +14,6 @@ from kaudit.cli.clicompat import ParameterSource
 from kaudit.cli.ending import end_run, first_of
 from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.cli.progress import terminal_notes, with_progress_line
-from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode, InputError
 from kaudit.probe.faults.registry import PRODUCER as PRODUCER_PROBE
 from kaudit.probe.faults.registry import fault_help
@@ -141,6 +140,7 @@ def probe(
     """
     if ctx.invoked_subcommand is not None:
         return ExitCode.OK  # `kaudit probe matrix ...`: the subcommand runs instead
+    from kaudit.connect.settings import parse_key_values
     from kaudit.probe.faults.registry import check_faults, parse_fault, parse_fault_at
     from kaudit.probe.model import ProbeSettings
     from kaudit.probe.runner import run_probe
@@ -236,6 +236,7 @@ def matrix(
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Run the probe over a grid of settings and print one verdict table."""
+    from kaudit.connect.settings import parse_key_values
     from kaudit.probe.faults.registry import parse_fault_at
     from kaudit.probe.matrix import build_grid, parse_list, run_matrix
     from kaudit.probe.model import ProbeSettings

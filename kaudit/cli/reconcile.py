@@ -10,7 +10,6 @@ import typer
 
 from kaudit.cli import options
 from kaudit.cli.ending import written
-from kaudit.connect.settings import parse_key_values
 from kaudit.errors import ExitCode
 from kaudit.report.base import render
 from kaudit.report.output import choose_format, emit
@@ -112,6 +111,7 @@ def reconcile(
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
+    from kaudit.connect.settings import parse_key_values
     from kaudit.reconcile.classes import FAILING
     from kaudit.reconcile.job import run_reconcile
     from kaudit.reconcile.request import ReconcileRequest

@@ -1,5 +1,5 @@
-"""Connection settings: flags, environment, contexts, properties files, redaction."""
+"""Connection settings: flags, environment, contexts, properties files, redaction.
 
-from kaudit.connect.settings import ConnectionSettings, resolve_connection
-
-__all__ = ["ConnectionSettings", "resolve_connection"]
+Import what you need from its module (``kaudit.connect.settings``...): this package imports
+nothing itself, so ``kaudit.connect.redact`` costs a ``--help`` nothing more.
+"""

@@ -33,8 +33,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kaudit.cluster import client
-from kaudit.cluster.client import kafka_message
 from kaudit.errors import InputError, LabError
 from kaudit.waiting import Deadline
 
@@ -235,6 +233,10 @@ def format_arguments(m: Material, mode: Security) -> list[str]:
 def grant_user_acls(admin_config: dict[str, Any], timeout: float) -> None:
     """Give ``alice`` what kaudit needs: topics, groups, transactions, cluster reads."""
     from concurrent.futures import TimeoutError as FutureTimeout
+
+    # Imported here: `kaudit lab --help` and completion read this module for its choices.
+    from kaudit.cluster import client
+    from kaudit.cluster.client import kafka_message
 
     KafkaException = client.KafkaException
     ResourceType, AclOperation = client.ResourceType, client.AclOperation
