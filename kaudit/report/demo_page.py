@@ -220,14 +220,16 @@ def demo_page(check: Document, matrix: Document, reconcile: Document,
     steps = [check_step(check), matrix_step(matrix), reconcile_step(reconcile, injected)]
     missed = [s.heading.split(":", 1)[0] for s in steps if not s.shown]
     verdict = "fail" if missed else "pass"
-    head = ("pass: every step showed what it was built to show; the failures it reports "
-            "are the point." if not missed else
-            f"fail: {', '.join(missed)} did not show what it was built to show this time.")
+    reason = ("every step showed what it was built to show; the failures it reports are the "
+              "point." if not missed else
+              f"{', '.join(missed)} did not show what it was built to show this time.")
+    # Each step's outcome in a line under the sentence (a <pre> ran off the page's side).
+    shown = "".join(f"<li>{escape(s.summary)}</li>" for s in steps)
     sections = [("What the demo did", f"<p>{escape(INTRO)}</p>")]
     sections += [(f"{n}. {s.heading}", s.html) for n, s in enumerate(steps, 1)]
     if files:
         items = "".join(f"<li><code>{escape(name)}</code>: {escape(what)}</li>"
                         for name, what in files)
         sections.append(("The reports beside this page", f"<ul>{items}</ul>"))
-    return page("kaudit demo: what each step showed", verdict,
-                "\n".join([head, *(s.summary for s in steps)]), sections)
+    return page("kaudit demo: what each step showed", verdict, "", sections, reason=reason,
+                head=f"<ul>{shown}</ul>")

@@ -29,7 +29,7 @@ def test_the_page_is_written_beside_the_reports(tmp_path: Path) -> None:
     page = demo.write_page(reports)
     assert page == tmp_path / "demo" / DEMO_PAGE
     text = page.read_text(encoding="utf-8")
-    assert '<p>Verdict: <span class="pass">pass</span></p>' in text
+    assert '<strong class="pass">Pass</strong>' in text
     assert "found 3 missing, 0 extra, 2 duplicated, 2 changed" in text
     # The reports beside it, named as they sit beside it.
     for name in ("check.json", "check.sarif", "probe-matrix.json", "probe-matrix.html",
