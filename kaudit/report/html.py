@@ -26,7 +26,8 @@ h1 { font-size: 1.4em; margin-bottom: 0.4em; } h2 { font-size: 1.1em; margin-top
 pre { background: #f5f5f5; padding: 1em; overflow-x: auto; font-size: 0.85em; }
 table { border-collapse: collapse; font-size: 0.9em; margin: 0 0 1em 0; }
 caption { text-align: left; font-weight: bold; padding: 0.2em 0; white-space: nowrap; }
-th, td { border: 1px solid #bdbdbd; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #bdbdbd; padding: 0.3em 0.6em; text-align: left; vertical-align: top;
+         overflow-wrap: anywhere; min-width: 8ch; }
 th { background: #eeeeee; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.flag td { color: #c62828; font-weight: bold; }

@@ -165,16 +165,18 @@ def check_page(document: Mapping[str, Any]) -> str:
     title = f"kaudit check: {document['origin']}"
     if document["cluster_id"]:
         title += f", cluster {document['cluster_id']}"
-    lines = [summary_sentence(document),
-             f"policies: {', '.join(document['policies']) or 'none'}"]
+    lines = [f"policies: {', '.join(document['policies']) or 'none'}"]
     if document.get("features"):
         lines.append("features: " + ", ".join(f"{k}={v}"
                                               for k, v in document["features"].items()))
     elif document.get("features_unread"):
         lines.append(f"features: not read ({document['features_unread']})")
-    return page(title, check_verdict(document), "\n".join(lines),
+    # The sentence first; the policies and features on a line under it (a <pre> of them
+    # ran off the page's side).
+    return page(title, check_verdict(document), "",
                 [("Findings", findings_table(document)),
-                 ("Guarantees", guarantees_table(document))])
+                 ("Guarantees", guarantees_table(document))],
+                reason=summary_sentence(document), context="; ".join(lines))
 
 
 def render_html(result: CheckResult, options: RenderOptions) -> str:

@@ -63,10 +63,10 @@ def test_the_page_runs_nothing_and_fetches_nothing() -> None:
 
 def test_the_summary_sentence_comes_first() -> None:
     text = page()
-    summary = re.search(r"<pre>(.*?)</pre>", text, re.DOTALL)
-    assert summary is not None and summary.group(1).startswith(
-        "1 error, 2 warnings, 1 info (1 waived): 2 topics can lose acknowledged writes or stop "
-        "taking them when one broker fails\n")
+    summary = re.search(r'<p class="verdict[^"]*">(.*?)</p>', text, re.DOTALL)
+    assert summary is not None and "<pre>" not in text
+    assert "&mdash; 1 error, 2 warnings, 1 info (1 waived): 2 topics can lose acknowledged " \
+        "writes or stop taking them when one broker fails" in summary.group(1)
     assert text.index("<h1>") < summary.start() < text.index("<h2>Findings</h2>") \
         < text.index("<h2>Guarantees</h2>")
 
@@ -143,7 +143,7 @@ def test_the_guarantees_say_what_the_text_table_says() -> None:
 def test_an_empty_result_says_so() -> None:
     text = page(CheckResult(findings=(), guarantees=(), rules=(), policies=(), origin="live"))
     assert "No findings." in text and "No guarantees" in text
-    assert '<span class="pass">pass</span>' in text
+    assert '<strong class="pass">Pass</strong>' in text
 
 
 @pytest.mark.parametrize("name", ["report.html", "REPORT.HTM"])
