@@ -47,3 +47,11 @@ def test_what_a_failover_did_by_chance_is_not_required() -> None:
                                    "failover."])
     assert mismatches(ex, "acks=all: 0 of 30,000 acknowledged writes lost.\n", "", "/s",
                       "kaudit demo:") == []
+
+
+def test_a_line_the_real_output_wrapped_elsewhere_still_matches() -> None:
+    ex = Example("$ kaudit demo", ["kaudit check: live, cluster 2kCXDTYdRqaPbIsCm3ajtQ, policies: "
+                                   "/tmp/helper-demo-lab/demo/policy.yaml"])
+    real = ("kaudit check: live, cluster lWHqpvijSNK6yPAaGakPpA, policies: /tmp/kaudit-test-lab-\n"
+            "  h8voepgl/demo/policy.yaml\n")
+    assert mismatches(ex, real, "", "/tmp/kaudit-test-lab-h8voepgl", "kaudit demo:") == []
