@@ -19,7 +19,7 @@ from kaudit.cluster.topics import wait_until_in_sync
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.probe.consume.model import ConsumeReport, ConsumeSettings
 from kaudit.probe.consume.runner import run_consume
-from kaudit.probe.faults.lab import LabControl
+from kaudit.probe.faults.lab import lab_at
 from kaudit.probe.faults.registry import parse_fault
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.runner import run_probe
@@ -255,10 +255,8 @@ def run_proof(conn: ConnectionSettings, base: ProbeSettings, interrupted: thread
               say: Callable[[str], None], sides: tuple[str, ...] = SIDES
               ) -> tuple[list[ProofRow], dict[str, Report]]:
     """Make every experiment of ``sides`` on a healthy cluster, then judge its claims."""
-    from kaudit.lab.state import default_state_dir
-
     # Every schedule signals the lab's brokers: no lab there is exit 2 before any run.
-    LabControl((base.lab_state_dir or default_state_dir()).expanduser())
+    lab_at(base.lab_state_dir)
     reports: dict[str, Report] = {}
     session = AdminSession(conn)
     producer = EXPERIMENTS if "producer" in sides else ()

@@ -41,6 +41,12 @@ def lab_for(faults: tuple[FaultSpec, ...], state_dir: Path | None) -> LabControl
     none of them needs one. Checked before the run: no lab is exit 2 at once."""
     if not any(f.needs_lab for f in faults):
         return None
+    return lab_at(state_dir)
+
+
+def lab_at(state_dir: Path | None) -> LabControl:
+    """The lab in ``state_dir`` (``--lab-state-dir``), else the default lab; no lab there is
+    exit 2 at once."""
     from kaudit.lab.state import default_state_dir
 
     return LabControl((state_dir or default_state_dir()).expanduser())
