@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Lab, run_kaudit
-from tests.integration.test_lab import admin, create_topic, wait_until
+from tests.integration.test_lab import admin, create_topic, delete_records_before, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -83,23 +83,6 @@ def topic(lab: Lab) -> Iterator[str]:
     admin(lab).delete_topics([name])
 
 
-def _delete_records_before(lab: Lab, tp: Any) -> None:
-    """delete-records, asked again while the shared admin client's metadata does not know
-    the new topic's leaders yet (_NOENT "No leaders found", seen in a CI run)."""
-    from confluent_kafka import KafkaError, KafkaException
-
-    def deleted() -> bool:
-        try:
-            admin(lab).delete_records([tp])[tp].result(30)
-        except KafkaException as exc:
-            if exc.args[0].code() == KafkaError._NOENT:
-                return False
-            raise
-        return True
-
-    wait_until(deleted, 60, f"records before {tp.offset} deleted")
-
-
 def test_a_group_below_a_deleted_log_start_is_told_how_many_records_it_lost(
         lab: Lab, topic: str, tmp_path: Path) -> None:
     from confluent_kafka import TopicPartition
@@ -110,7 +93,7 @@ def test_a_group_below_a_deleted_log_start_is_told_how_many_records_it_lost(
     policy = _policy(tmp_path, [topic])
     assert _check(lab, policy) == []  # committed, nothing deleted yet, nothing old
     # What retention does to old segments, done at once: everything before offset 80 goes.
-    _delete_records_before(lab, TopicPartition(topic, 0, 80))
+    delete_records_before(lab, TopicPartition(topic, 0, 80))
     found = _check(lab, policy)
     assert [(f["rule"], f["subject"]["name"], f["actual"]) for f in found] == [
         ("KA601", f"{group}@{topic}-0", "committed 30 (50 records deleted unread)")]

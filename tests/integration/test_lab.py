@@ -57,6 +57,28 @@ def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
         raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def delete_records_before(lab: Lab, tp: Any) -> None:
+    """delete-records up to ``tp.offset`` (-1: the high watermark), each try with a new
+    admin client: the long-lived one, after a session of broker kills, answered _NOENT
+    "No leaders found" for a minute about a topic it had just written to (seen in CI)."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    def deleted() -> bool:
+        client = AdminClient({"bootstrap.servers": lab.bootstrap})
+        try:
+            client.delete_records([tp], request_timeout=15)[tp].result(30)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() == KafkaError._NOENT or error.retriable():
+                return False
+            raise
+        return True
+
+    wait_until(deleted, 60, f"records of {tp.topic}-{tp.partition} before {tp.offset} "
+                            "deleted")
+
+
 def produce(lab: Lab, topic: str, count: int, **conf: Any) -> tuple[int, list[str]]:
     """Produce ``count`` messages; return (acked, error names)."""
     from confluent_kafka import Producer

@@ -16,6 +16,7 @@ from tests.conftest import Lab, interrupt_when, run_kaudit
 from tests.integration.test_lab import (
     admin,
     create_topic,
+    delete_records_before,
     produce,
     wait_until,
 )
@@ -230,7 +231,7 @@ def test_records_deleted_while_read_live_are_still_lost(lab: Lab) -> None:
                 break
             time.sleep(0.2)
         tp = TopicPartition(topic, 0, -1)  # -1: up to the high watermark
-        admin(lab).delete_records([tp])[tp].result(30)
+        delete_records_before(lab, tp)
         stdout, stderr = proc.communicate(timeout=300)
     finally:
         watcher.close()

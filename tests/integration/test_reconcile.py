@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Lab, run_in_process, run_kaudit
-from tests.integration.test_lab import admin, wait_until
+from tests.integration.test_lab import admin, delete_records_before, wait_until
 from tests.pg import Postgres
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.usefixtures("local_spark")]
@@ -377,10 +377,7 @@ def truncated_topic(lab: Lab) -> Iterator[dict[str, Any]]:
                          partition=i % 2, on_delivery=record)
     producer.flush(30)
     deleted_below = 5
-    done = admin(lab).delete_records([TopicPartition(name, 0, deleted_below)],
-                                     request_timeout=30)
-    for fut in done.values():
-        fut.result(30)
+    delete_records_before(lab, TopicPartition(name, 0, deleted_below))
     yield {"name": name, "coords": coords, "deleted_below": deleted_below}
     admin(lab).delete_topics([name])
 
