@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kaudit.cluster.client import AdminSession
-from kaudit.cluster.features import FeatureReader
 from kaudit.cluster.model import Broker, is_internal_topic
+from kaudit.cluster.protocol import read_protocol
 from kaudit.connect.settings import ConnectionSettings
+from kaudit.waiting import Deadline
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,9 @@ class ClusterInfo:
 def read_cluster_info(settings: ConnectionSettings) -> ClusterInfo:
     """Describe the cluster; unreachable or unauthorised clusters raise exit-3 errors."""
     session = AdminSession(settings)
-    with FeatureReader(settings) as feature_reader:  # a JVM: started first, collected last
-        cluster_id, controller_id, brokers = session.describe_identity()
-        metadata = session.list_topics()
-        features, unread = feature_reader.result()
+    cluster_id, controller_id, brokers = session.describe_identity()
+    metadata = session.list_topics()
+    read = read_protocol(settings, brokers, (), Deadline(settings.timeout))
     internal = sum(1 for name in metadata.topics if is_internal_topic(name))
     return ClusterInfo(
         cluster_id=cluster_id,
@@ -42,6 +42,6 @@ def read_cluster_info(settings: ConnectionSettings) -> ClusterInfo:
         brokers=brokers,
         topic_count=len(metadata.topics),
         internal_topic_count=internal,
-        features=features,
-        features_unread=unread,
+        features=read.features,
+        features_unread=read.features_unread,
     )

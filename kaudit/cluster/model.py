@@ -99,6 +99,12 @@ class PartitionState:
     """Leader broker id; None when the partition is offline."""
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    elr: tuple[int, ...] | None = None
+    """Eligible leader replicas (KIP-966): out of the ISR, yet holding every acknowledged
+    write, so electable without loss. None when not read (no ELR reader, older snapshot)."""
+    last_known_elr: tuple[int, ...] | None = None
+    """ELR members that were fenced or shut down uncleanly since: the replicas an unclean
+    election should prefer. None when not read."""
 
 
 def is_internal_topic(name: str) -> bool:
@@ -209,7 +215,9 @@ class ClusterSnapshot:
     """Finalized feature levels by name (``metadata.version``: ``4.3-IV0``,
     ``transaction.version``: ``2``...); None when they were not read."""
     features_unread: str | None = None
-    """Why the features were not read (no Java, no Kafka jars, the command failed)."""
+    """Why the features were not read (no broker answered ApiVersions, older snapshot)."""
+    elr_unread: str | None = None
+    """Why the partitions' ELR was not read (None when it was, or when nothing asked)."""
 
     def feature_level(self, name: str) -> int | None:
         """A numeric feature's finalized level: 0 when the cluster has not finalized it,
@@ -292,7 +300,9 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
             "replication_factor": t.replication_factor,
             "configs": _config_to_dict(t.configs),
             "partitions": [{"partition": p.partition, "leader": p.leader,
-                            "replicas": list(p.replicas), "isr": list(p.isr)}
+                            "replicas": list(p.replicas), "isr": list(p.isr),
+                            "elr": _ids_or_none(p.elr),
+                            "last_known_elr": _ids_or_none(p.last_known_elr)}
                            for p in t.partitions],
             **({"declared_at": t.declared_at} if t.declared_at else {}),
         } for t in snap.topics],
@@ -306,7 +316,16 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
         } for g in snap.groups],
         "features": None if snap.features is None else dict(sorted(snap.features.items())),
         "features_unread": snap.features_unread,
+        "elr_unread": snap.elr_unread,
     }
+
+
+def _ids_or_none(ids: tuple[int, ...] | None) -> list[int] | None:
+    return None if ids is None else list(ids)
+
+
+def _ids_from(raw: Any) -> tuple[int, ...] | None:
+    return None if raw is None else tuple(int(i) for i in raw)
 
 
 def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
@@ -332,7 +351,9 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
             replication_factor=int(t["replication_factor"]),
             configs=_config_from_dict(t["configs"]),
             partitions=tuple(PartitionState(partition=int(p["partition"]), leader=p["leader"],
-                                            replicas=tuple(p["replicas"]), isr=tuple(p["isr"]))
+                                            replicas=tuple(p["replicas"]), isr=tuple(p["isr"]),
+                                            elr=_ids_from(p.get("elr")),
+                                            last_known_elr=_ids_from(p.get("last_known_elr")))
                              for p in t["partitions"]),
             declared_at=t.get("declared_at"),
         ) for t in raw["topics"]),
@@ -350,4 +371,5 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
         features=None if raw.get("features") is None else MappingProxyType(
             {str(k): str(v) for k, v in raw["features"].items()}),
         features_unread=raw.get("features_unread"),
+        elr_unread=raw.get("elr_unread"),
     )

@@ -9,6 +9,7 @@ reports it as a finding) instead of an error.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -17,7 +18,6 @@ from typing import Any
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
-from kaudit.cluster.features import FeatureReader
 from kaudit.cluster.model import (
     ClusterSnapshot,
     ConfigMap,
@@ -30,7 +30,9 @@ from kaudit.cluster.model import (
     freeze_configs,
     is_internal_topic,
 )
+from kaudit.cluster.protocol import EligibleLeaders, ProtocolRead, read_protocol
 from kaudit.connect.settings import ConnectionSettings
+from kaudit.waiting import Deadline
 
 TOPIC_BATCH = 500
 """Topics per DescribeConfigs request: large enough to be few, small enough to be quick."""
@@ -118,21 +120,25 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
 
 
 def read_snapshot(settings: ConnectionSettings, groups: bool = False) -> ClusterSnapshot:
-    """Read brokers, broker configs, topics, topic configs and partition states; with
+    """Read brokers, broker configs, topics, topic configs and partition states, each
+    partition's ELR and the finalized features (:mod:`kaudit.cluster.protocol`); with
     ``groups``, also every partition's offsets and the consumer groups
-    (:mod:`kaudit.cluster.groups`); and the finalized features
-    (:mod:`kaudit.cluster.features`)."""
-    session = AdminSession(settings)
-    with FeatureReader(settings) as feature_reader:  # a JVM: started now, collected last
-        return _read(session, groups, feature_reader)
+    (:mod:`kaudit.cluster.groups`)."""
+    return _read(AdminSession(settings), groups)
 
 
-def _read(session: AdminSession, groups: bool, feature_reader: FeatureReader
-          ) -> ClusterSnapshot:
+def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
     ResourceType = client.ResourceType
 
     cluster_id, controller_id, brokers = session.describe_identity()
     metadata = session.list_topics()
+    # Features and ELR come from kafka-python; asked now, in threads, from every broker at
+    # once, they are read while librdkafka reads the configs.
+    protocol: list[ProtocolRead] = []
+    deadline = Deadline(session.settings.timeout)
+    reading = threading.Thread(target=lambda: protocol.append(read_protocol(
+        session.settings, brokers, sorted(metadata.topics), deadline)), daemon=True)
+    reading.start()
     unreadable: list[str] = []
     broker_configs = _describe_configs(session, ResourceType.BROKER,
                                        [str(b.id) for b in brokers], unreadable, "broker")
@@ -146,16 +152,18 @@ def _read(session: AdminSession, groups: bool, feature_reader: FeatureReader
     deleted: set[str] = set()
     topic_configs = _describe_configs(session, ResourceType.TOPIC, sorted(metadata.topics),
                                       unreadable, "topic", deleted)
+    reading.join(max(0.0, deadline.left()) + 1)
+    read = protocol[0] if protocol else ProtocolRead(
+        features_unread="no broker answered in time", elr_unread="no broker answered in time")
+    elr = read.elr or {}
     topics = []
     for name in sorted(set(metadata.topics) - deleted):  # deleted while being read: gone
         meta = metadata.topics[name]
         if meta.error is not None and meta.error.name() in _AUTH_ERRORS:
             unreadable.append(f"metadata of topic {name}: not authorized")
             continue
-        partitions = tuple(
-            PartitionState(partition=p.id, leader=p.leader if p.leader >= 0 else None,
-                           replicas=tuple(p.replicas), isr=tuple(p.isrs))
-            for p in sorted(meta.partitions.values(), key=lambda p: p.id))
+        partitions = tuple(_partition(name, p, elr)
+                           for p in sorted(meta.partitions.values(), key=lambda p: p.id))
         topics.append(Topic(
             name=name,
             internal=is_internal_topic(name),
@@ -173,8 +181,6 @@ def _read(session: AdminSession, groups: bool, feature_reader: FeatureReader
                                          if not t.internal for p in t.partitions
                                          if p.leader is not None], unreadable)
         consumer_groups = read_groups(session, offsets, unreadable)
-    # Not an access problem (KA002): the features need Java and Kafka's jars on this side.
-    features, not_read = feature_reader.result()
     return ClusterSnapshot(
         cluster_id=cluster_id,
         controller_id=controller_id,
@@ -187,6 +193,16 @@ def _read(session: AdminSession, groups: bool, feature_reader: FeatureReader
         unreadable=tuple(unreadable),
         offsets=offsets,
         groups=consumer_groups,
-        features=None if features is None else MappingProxyType(features),
-        features_unread=not_read,
+        features=None if read.features is None else MappingProxyType(read.features),
+        features_unread=read.features_unread,
+        elr_unread=read.elr_unread,
     )
+
+
+def _partition(topic: str, meta: Any, elr: Mapping[tuple[str, int], EligibleLeaders]
+               ) -> PartitionState:
+    eligible = elr.get((topic, meta.id))
+    return PartitionState(partition=meta.id, leader=meta.leader if meta.leader >= 0 else None,
+                          replicas=tuple(meta.replicas), isr=tuple(meta.isrs),
+                          elr=None if eligible is None else eligible.elr,
+                          last_known_elr=None if eligible is None else eligible.last_known_elr)

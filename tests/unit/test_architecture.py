@@ -86,6 +86,12 @@ def test_only_the_door_imports_confluent_kafka() -> None:
     assert importers == [KAFKA_DOOR]
 
 
+def test_only_the_protocol_modules_import_kafka_python() -> None:
+    importers = sorted({f"{path.relative_to(ROOT)}" for module, path in _modules()
+                        for name, _ in _imports(module, path) if name.split(".")[0] == "kafka"})
+    assert importers == ["kaudit/cluster/protocol.py", "kaudit/cluster/protocol_config.py"]
+
+
 @pytest.mark.parametrize("module,path", list(_modules()), ids=lambda x: str(x))
 def test_module_is_small(module: str, path: Path) -> None:
     lines = len(path.read_text(encoding="utf-8").splitlines())

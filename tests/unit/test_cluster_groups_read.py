@@ -7,7 +7,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from kaudit.cluster import groups
-from kaudit.cluster.features import parse_features
 from kaudit.cluster.groups import PEEK_ROUNDS
 from kaudit.connect.properties import properties_text
 
@@ -67,13 +66,3 @@ def test_the_java_clients_settings_are_escaped_for_a_latin1_properties_file() ->
     text = properties_text({"sasl.jaas.config": 'p="pä\\ss"\n', "a": "b"})
     assert text == 'a=b\nsasl.jaas.config=p="p\\u00e4\\\\ss"\\n\n'
     assert text.isascii()
-
-
-def test_feature_command_output_is_parsed_to_finalized_levels() -> None:
-    out = ("Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: "
-           "4.3-IV0\tFinalizedVersionLevel: 4.3-IV0\tEpoch: 5\n"
-           "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\t"
-           "FinalizedVersionLevel: 2\tEpoch: 5\n"
-           "Feature: share.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\t"
-           "FinalizedVersionLevel: -\tEpoch: 5\n")
-    assert parse_features(out) == {"metadata.version": "4.3-IV0", "transaction.version": "2"}

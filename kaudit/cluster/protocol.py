@@ -1,0 +1,243 @@
+"""What librdkafka cannot ask Kafka: the finalized features (ApiVersions v3, KIP-584) and
+each partition's eligible leader replicas (DescribeTopicPartitions, KIP-966), read with
+kafka-python in this process: no JVM, no Kafka jars.
+
+Bounded while brokers are frozen: a SIGSTOPped broker still accepts TCP connections and
+then never answers, and kafka-python's bootstrap waits out its whole timeout on the first
+address it picks. So every broker is asked at once, each through its own client that
+knows only that broker, and the first to answer is read from; the others are abandoned at
+the deadline. Nothing here is guessed: what could not be read comes back with why.
+
+The one place kaudit imports kafka-python (see tests/unit/test_architecture.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kaudit.cluster.model import Broker
+from kaudit.cluster.protocol_config import kafka_python_config
+from kaudit.connect.redact import redact
+from kaudit.connect.settings import ConnectionSettings
+from kaudit.errors import InputError
+from kaudit.waiting import Deadline
+
+# kafka-python logs its whole configuration (passwords included) at DEBUG, and warns on
+# every refused connection: none of that may reach kaudit's -v output.
+logging.getLogger("kafka").setLevel(logging.CRITICAL)
+logging.getLogger("kafka").propagate = False
+
+#: metadata.version levels as Kafka names them (org.apache.kafka.server.common.MetadataVersion).
+METADATA_VERSIONS = {
+    1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2",
+    7: "3.3-IV3", 8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0",
+    13: "3.6-IV1", 14: "3.6-IV2", 15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3",
+    19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2",
+    25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0", 29: "4.2-IV1", 30: "4.3-IV0",
+    31: "4.4-IV0",
+}
+
+PAGE_PARTITIONS = 2000
+"""Partitions per DescribeTopicPartitions answer (Kafka's own default)."""
+
+
+@dataclass(frozen=True)
+class EligibleLeaders:
+    """One partition's ELR as its controller last decided it."""
+
+    elr: tuple[int, ...]
+    """Replicas out of the ISR that still hold every acknowledged write (KIP-966)."""
+    last_known_elr: tuple[int, ...]
+    """ELR members that were fenced or shut down uncleanly: the likeliest to hold the
+    latest data if no eligible replica is left."""
+
+
+@dataclass
+class ProtocolRead:
+    """The features and ELR, or why each was not read."""
+
+    features: dict[str, str] | None = None
+    features_unread: str | None = None
+    elr: dict[tuple[str, int], EligibleLeaders] | None = None
+    elr_unread: str | None = None
+    answered_by: int | None = None
+    """The broker that answered."""
+
+
+def feature_levels(finalized: Iterable[tuple[str, int]], supported: Iterable[str]
+                   ) -> dict[str, str]:
+    """Finalized levels by feature, as Kafka's own tool prints them: every feature the
+    broker supports, 0 where none was finalized, metadata.version by its release name."""
+    levels = {name: 0 for name in supported} | dict(finalized)
+    return {name: METADATA_VERSIONS.get(level, f"level {level}")
+            if name == "metadata.version" else str(level) for name, level in levels.items()}
+
+
+@dataclass
+class _Answer:
+    """What one broker's client got; filled in by its thread."""
+
+    broker: Broker
+    client: Any = None
+    features: dict[str, str] | None = None
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def read_protocol(settings: ConnectionSettings, brokers: Sequence[Broker],
+                  topics: Sequence[str], deadline: Deadline) -> ProtocolRead:
+    """Features from the first broker that answers, then ELR for ``topics`` from it (or
+    the next one that answered), all within ``deadline``."""
+    if not brokers:
+        return ProtocolRead(features_unread="no broker is registered",
+                            elr_unread="no broker is registered")
+    try:
+        config = kafka_python_config(settings)
+    except (InputError, ImportError) as exc:
+        why = f"not read: {exc}"
+        return ProtocolRead(features_unread=why, elr_unread=why if topics else None)
+    answers = [_Answer(b) for b in brokers]
+    for answer in answers:
+        threading.Thread(target=_ask_features, args=(answer, config, deadline), daemon=True,
+                         name=f"kaudit-protocol-{answer.broker.id}").start()
+    try:
+        return _collect(answers, topics, deadline)
+    finally:
+        for answer in answers:  # frozen brokers' clients are closed in their own time
+            threading.Thread(target=_close_when_done, args=(answer,), daemon=True).start()
+
+
+def _collect(answers: list[_Answer], topics: Sequence[str], deadline: Deadline
+             ) -> ProtocolRead:
+    out = ProtocolRead()
+    tried: set[int] = set()
+    while True:
+        ready = _first_answer(answers, tried, deadline)
+        if ready is None:
+            break
+        tried.add(ready.broker.id)
+        if out.features is None:
+            out.features, out.answered_by = ready.features, ready.broker.id
+        if not topics:
+            out.elr = {}
+            return out
+        try:
+            out.elr = _describe_partitions(ready.client, ready.broker.id, topics, deadline)
+            out.answered_by = ready.broker.id
+            return out
+        except Exception as exc:  # the broker went away after ApiVersions: try the next
+            ready.error = _why(exc, ready.broker, deadline)
+    why = _not_answered(answers, deadline)
+    if out.features is None:
+        out.features_unread = why
+    out.elr_unread = why if out.elr is None and topics else None
+    if out.elr is None and not topics:
+        out.elr = {}
+    return out
+
+
+def _first_answer(answers: list[_Answer], tried: set[int], deadline: Deadline
+                  ) -> _Answer | None:
+    """The first broker (not yet tried) whose features came back, waiting until all have
+    failed or the deadline passes."""
+    while not deadline.expired():
+        for answer in answers:
+            if answer.done.is_set() and answer.features is not None \
+                    and answer.broker.id not in tried:
+                return answer
+        if all(a.done.is_set() for a in answers):
+            return None
+        pending = next(a for a in answers if not a.done.is_set())
+        pending.done.wait(min(0.05, max(0.0, deadline.left())))
+    return None
+
+
+def _not_answered(answers: list[_Answer], deadline: Deadline) -> str:
+    reasons = [a.error or f"broker {a.broker.id} ({a.broker.host}:{a.broker.port}) gave no "
+               f"answer within {deadline.seconds:g}s" for a in answers]
+    return "; ".join(reasons)
+
+
+def _ask_features(answer: _Answer, config: dict[str, Any], deadline: Deadline) -> None:
+    from kafka.admin import KafkaAdminClient
+    from kafka.protocol.metadata import ApiVersionsRequest
+
+    broker = answer.broker
+    try:
+        wait_ms = max(1, int(deadline.left() * 1000))
+        answer.client = KafkaAdminClient(
+            bootstrap_servers=[f"{broker.host}:{broker.port}"], bootstrap_timeout_ms=wait_ms,
+            request_timeout_ms=wait_ms, **config)
+        request = ApiVersionsRequest(client_software_name="kaudit",
+                                     client_software_version="1", min_version=3)
+        response = _send(answer.client, broker.id, request, deadline)
+        if response.error_code:
+            raise RuntimeError(f"ApiVersions error code {response.error_code}")
+        answer.features = feature_levels(
+            ((f.name, f.max_version_level) for f in response.finalized_features or ()),
+            (f.name for f in response.supported_features or ()))
+    except Exception as exc:
+        answer.error = _why(exc, broker, deadline)
+    finally:
+        answer.done.set()
+
+
+def _send(client: Any, node_id: int, request: Any, deadline: Deadline) -> Any:
+    """One request to one broker (kafka-python's public calls pick a broker themselves,
+    and may pick a frozen one)."""
+    manager = client._manager
+    wait_ms = max(1, int(deadline.left() * 1000))
+
+    async def ask() -> Any:
+        return await manager.send(request, node_id=node_id, request_timeout_ms=wait_ms)
+
+    return manager.run(ask)
+
+
+def _describe_partitions(client: Any, node_id: int, topics: Sequence[str],
+                         deadline: Deadline) -> dict[tuple[str, int], EligibleLeaders]:
+    """Every partition's ELR, page by page (a page holds up to PAGE_PARTITIONS)."""
+    from kafka.protocol.admin import DescribeTopicPartitionsRequest
+
+    Topic, Cursor = DescribeTopicPartitionsRequest.TopicRequest, \
+        DescribeTopicPartitionsRequest.Cursor
+    found: dict[tuple[str, int], EligibleLeaders] = {}
+    cursor = None
+    while True:
+        request = DescribeTopicPartitionsRequest(
+            topics=[Topic(name=t) for t in topics], response_partition_limit=PAGE_PARTITIONS,
+            cursor=cursor)
+        response = _send(client, node_id, request, deadline)
+        for topic in response.topics:
+            if topic.error_code:  # deleted since, or not authorised: left out, not guessed
+                continue
+            for p in topic.partitions:
+                found[(topic.name, p.partition_index)] = EligibleLeaders(
+                    elr=tuple(p.eligible_leader_replicas or ()),
+                    last_known_elr=tuple(p.last_known_elr or ()))
+        if response.next_cursor is None:
+            return found
+        cursor = Cursor(topic_name=response.next_cursor.topic_name,
+                        partition_index=response.next_cursor.partition_index)
+
+
+def _why(exc: BaseException, broker: Broker, deadline: Deadline) -> str:
+    name = exc.__class__.__name__
+    if "Timeout" in name or deadline.expired():
+        return (f"broker {broker.id} ({broker.host}:{broker.port}) gave no answer within "
+                f"{deadline.seconds:g}s")
+    text = redact(str(exc)).strip().splitlines()
+    return f"broker {broker.id}: {name}" + (f": {text[0][:160]}" if text else "")
+
+
+def _close_when_done(answer: _Answer, close: Callable[[Any], None] = lambda c: c.close()
+                     ) -> None:
+    answer.done.wait()
+    if answer.client is not None:
+        with contextlib.suppress(Exception):  # a frozen broker's client: nothing to report
+            close(answer.client)
