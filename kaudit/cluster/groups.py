@@ -15,6 +15,8 @@ from typing import Any
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
 from kaudit.cluster.model import ConsumerGroup, GroupOffset, PartitionOffsets
+from kaudit.errors import ConnectionFailure
+from kaudit.waiting import Deadline
 
 #: Seconds at least to spend reading record times (the connection timeout if longer).
 PEEK_SECONDS = 5.0
@@ -75,26 +77,32 @@ def _times(session: AdminSession, wanted: set[tuple[str, int, int]], unreadable:
 
 
 def read_groups(session: AdminSession, offsets: tuple[PartitionOffsets, ...],
-                unreadable: list[str]) -> tuple[ConsumerGroup, ...]:
-    """Every consumer group with its committed offsets (see the module docstring)."""
+                unreadable: list[str], deadline: Deadline) -> tuple[ConsumerGroup, ...]:
+    """Every consumer group with its committed offsets (see the module docstring), within
+    ``deadline`` (a second at least per request). A broker that does not answer the
+    listing in time is named in ``unreadable``: its groups are missing, not guessed."""
+    # Asked of every broker; librdkafka gives up on a silent one at the request timeout,
+    # a second before kaudit's own wait, and returns the others' groups with its error.
     listed = session.wait(session.admin.list_consumer_groups(
-        request_timeout=session.settings.timeout))
+        request_timeout=max(1.0, deadline.left() - 1)), within=max(2.0, deadline.left()))
     ids = sorted(g.group_id for g in listed.valid)
     for err in listed.errors:  # KafkaError or KafkaException, by client version
         text = err.str() if hasattr(err, "str") else kafka_message(err)
+        if "Timed out" in text:
+            text = f"no answer within {deadline.seconds:g}s"
         unreadable.append(f"consumer groups of a broker: {text}")
     if not ids:
         return ()
     descriptions = _each(session, session.admin.describe_consumer_groups(
-        ids, request_timeout=session.settings.timeout), "description", unreadable)
+        ids, request_timeout=max(1.0, deadline.left())), "description", unreadable, deadline)
     # One request per group (the API takes one at a time), all sent before any is awaited.
     pending: dict[str, Any] = {}
     for group_id in ids:
         request = [client.ConsumerGroupTopicPartitions(group_id)]
         pending.update(session.admin.list_consumer_group_offsets(
-            request, request_timeout=session.settings.timeout))
-    committed = {group_id: list(answer.topic_partitions or [])
-                 for group_id, answer in _each(session, pending, "offsets", unreadable).items()}
+            request, request_timeout=max(1.0, deadline.left())))
+    committed = {group_id: list(answer.topic_partitions or []) for group_id, answer
+                 in _each(session, pending, "offsets", unreadable, deadline).items()}
     ends = {(o.topic, o.partition): o for o in offsets}
     # Each group's own position: groups on one partition sit at different offsets.
     positions = {(tp.topic, tp.partition, tp.offset) for tps in committed.values()
@@ -132,12 +140,18 @@ def _state(described: Any) -> str:
 
 
 def _each(session: AdminSession, futures: dict[str, Any], what: str,
-          unreadable: list[str]) -> dict[str, Any]:
-    """Each group's answer; a group the credentials may not describe goes to unreadable."""
+          unreadable: list[str], deadline: Deadline) -> dict[str, Any]:
+    """Each group's answer; a group the credentials may not describe, or whose coordinator
+    does not answer in time, goes to unreadable."""
     out = {}
     for group_id, future in futures.items():
         try:
-            out[group_id] = session.outcome(future, session.settings.timeout)
+            out[group_id] = session.outcome(future, max(1.0, deadline.left()))
+        except ConnectionFailure:
+            if session.collector.fatal():
+                raise
+            unreadable.append(f"{what} of consumer group {group_id}: no answer within "
+                              f"{deadline.seconds:g}s")
         except client.KafkaException as exc:
             text = kafka_message(exc)
             if "AUTHORIZATION" in text.upper() or "authoriz" in text:

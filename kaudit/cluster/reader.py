@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
 from kaudit.cluster.model import (
+    Broker,
     ClusterSnapshot,
     ConfigMap,
     ConfigSource,
@@ -32,7 +33,10 @@ from kaudit.cluster.model import (
 )
 from kaudit.cluster.protocol import EligibleLeaders, ProtocolRead, read_protocol
 from kaudit.connect.settings import ConnectionSettings
+from kaudit.errors import ConnectionFailure
 from kaudit.waiting import Deadline
+
+T = TypeVar("T")
 
 TOPIC_BATCH = 500
 """Topics per DescribeConfigs request: large enough to be few, small enough to be quick."""
@@ -75,9 +79,11 @@ def _error_name(cause: BaseException) -> str:
 
 
 def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
-                      unreadable: list[str], kind: str,
+                      unreadable: list[str], kind: str, deadline: Deadline,
                       deleted: set[str] | None = None) -> dict[str, ConfigMap]:
-    """DescribeConfigs for many resources, batched; denied ones go to ``unreadable``.
+    """DescribeConfigs for many resources, batched; denied ones go to ``unreadable``, and
+    so do those no broker answered for by ``deadline`` (a frozen broker still registered
+    answers nothing, and its configs are asked of it alone).
 
     With ``deleted``, a topic the brokers do not know is asked for again (a topic just
     created may not have reached the broker that answers yet); one still unknown after
@@ -85,37 +91,49 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
     """
     ConfigResource, KafkaException = client.ConfigResource, client.KafkaException
 
-    # Kafka answers a broker's configs only from that broker: one resource per call.
-    batch_size = 1 if restype == client.ResourceType.BROKER else TOPIC_BATCH
+    # Kafka answers a broker's configs only from that broker: one resource per call, with
+    # the whole deadline. Topics' configs come from whichever broker librdkafka picks; if
+    # that one is silent, a shorter try leaves time to ask again (another broker).
+    broker = restype == client.ResourceType.BROKER
+    batch_size = 1 if broker else TOPIC_BATCH
     sources = _source_names()
     out: dict[str, ConfigMap] = {}
-    pending = list(names)
-    for attempt in range(UNKNOWN_TOPIC_TRIES):
-        if attempt:
-            time.sleep(0.5)
+    pending, unknown_tries = list(names), 0
+    while pending:
+        try_for = deadline.left() if broker else deadline.slice(max(2.0, deadline.seconds / 4))
         futures: dict[str, Any] = {}
         for start in range(0, len(pending), batch_size):
             batch = [ConfigResource(restype, n) for n in pending[start:start + batch_size]]
             for resource, fut in session.admin.describe_configs(
-                    batch, request_timeout=session.settings.timeout).items():
+                    batch, request_timeout=max(1.0, try_for)).items():
                 futures[resource.name] = fut
-        pending = []
+        pending, unknown, silent = [], [], []
         for name, fut in futures.items():
             try:
-                out[name] = _configs(session.wait(fut), sources)
-            except Exception as exc:
-                cause = exc.__cause__ or exc.__context__ or exc
-                text = kafka_message(cause) if isinstance(cause, KafkaException) else str(exc)
+                out[name] = _configs(session.outcome(fut, max(1.0, try_for)), sources)
+            except ConnectionFailure:  # no answer in time (or credentials refused)
+                if session.collector.fatal():
+                    raise
+                silent.append(name)
+            except KafkaException as exc:
+                text = kafka_message(exc)
                 if any(code in text for code in _AUTH_ERRORS) or "authoriz" in text.lower():
                     unreadable.append(f"configs of {kind} {name}: not authorized")
-                elif deleted is not None and _error_name(cause) == "UNKNOWN_TOPIC_OR_PART":
-                    pending.append(name)
+                elif deleted is not None and _error_name(exc) == "UNKNOWN_TOPIC_OR_PART":
+                    unknown.append(name)
                 else:
-                    raise
-        if not pending:
-            break
-    if deleted is not None:
-        deleted.update(pending)
+                    raise session.unreachable(exc) from None
+        unknown_tries += bool(unknown)
+        if deadline.expired() or broker:
+            unreadable.extend(f"configs of {kind} {name}: no answer within "
+                              f"{deadline.seconds:g}s" for name in silent)
+            silent = []
+        if unknown and unknown_tries < UNKNOWN_TOPIC_TRIES and not deadline.expired():
+            time.sleep(0.5)
+            pending.extend(unknown)
+        elif deleted is not None:
+            deleted.update(unknown)
+        pending.extend(silent)
     return out
 
 
@@ -130,48 +148,24 @@ def read_snapshot(settings: ConnectionSettings, groups: bool = False) -> Cluster
 def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
     ResourceType = client.ResourceType
 
+    deadline = Deadline(session.settings.timeout)
     cluster_id, controller_id, brokers = session.describe_identity()
     metadata = session.list_topics()
-    # Features and ELR come from kafka-python; asked now, in threads, from every broker at
-    # once, they are read while librdkafka reads the configs.
-    protocol: list[ProtocolRead] = []
-    deadline = Deadline(session.settings.timeout)
-    reading = threading.Thread(target=lambda: protocol.append(read_protocol(
-        session.settings, brokers, sorted(metadata.topics), deadline)), daemon=True)
-    reading.start()
+    # Slow answers overlap: the features and ELR (kafka-python) and each broker's configs
+    # (a frozen broker, still registered, answers nothing until the deadline) are read in
+    # threads while the topics' configs and the groups are read here.
+    protocol = _in_thread(lambda: read_protocol(session.settings, brokers,
+                                                sorted(metadata.topics), deadline))
     unreadable: list[str] = []
-    broker_configs = _describe_configs(session, ResourceType.BROKER,
-                                       [str(b.id) for b in brokers], unreadable, "broker")
-    for broker_id, configs in broker_configs.items():
-        hidden = configs.get(HIDDEN_SECURITY_CONFIG)
-        if hidden is not None and hidden.value is None:
-            # Kafka shows settings it does not define itself (authorizer options) as
-            # sensitive, so their value cannot be judged from outside.
-            unreadable.append(f"the value of {HIDDEN_SECURITY_CONFIG} on broker {broker_id} "
-                              "(Kafka hides it; check server.properties)")
+    broker_unreadable: list[str] = []
+    broker_read = _in_thread(lambda: _broker_configs(session, brokers, broker_unreadable,
+                                                     deadline))
     deleted: set[str] = set()
     topic_configs = _describe_configs(session, ResourceType.TOPIC, sorted(metadata.topics),
-                                      unreadable, "topic", deleted)
-    reading.join(max(0.0, deadline.left()) + 1)
-    read = protocol[0] if protocol else ProtocolRead(
+                                      unreadable, "topic", deadline, deleted)
+    read = protocol(deadline) or ProtocolRead(
         features_unread="no broker answered in time", elr_unread="no broker answered in time")
-    elr = read.elr or {}
-    topics = []
-    for name in sorted(set(metadata.topics) - deleted):  # deleted while being read: gone
-        meta = metadata.topics[name]
-        if meta.error is not None and meta.error.name() in _AUTH_ERRORS:
-            unreadable.append(f"metadata of topic {name}: not authorized")
-            continue
-        partitions = tuple(_partition(name, p, elr)
-                           for p in sorted(meta.partitions.values(), key=lambda p: p.id))
-        topics.append(Topic(
-            name=name,
-            internal=is_internal_topic(name),
-            partition_count=len(partitions),
-            replication_factor=max((len(p.replicas) for p in partitions), default=0),
-            configs=topic_configs.get(name, freeze_configs({})),
-            partitions=partitions,
-        ))
+    topics = _topics(metadata, deleted, topic_configs, read.elr or {}, unreadable)
     offsets: tuple[PartitionOffsets, ...] = ()
     consumer_groups: tuple[ConsumerGroup, ...] | None = None
     if groups:
@@ -180,7 +174,9 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
         offsets = read_offsets(session, [(t.name, p.partition) for t in topics
                                          if not t.internal for p in t.partitions
                                          if p.leader is not None], unreadable)
-        consumer_groups = read_groups(session, offsets, unreadable)
+        consumer_groups = read_groups(session, offsets, unreadable, deadline)
+    broker_configs = broker_read(deadline) or {}
+    unreadable[:0] = broker_unreadable  # the brokers' first, as they were read before
     return ClusterSnapshot(
         cluster_id=cluster_id,
         controller_id=controller_id,
@@ -197,6 +193,56 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
         features_unread=read.features_unread,
         elr_unread=read.elr_unread,
     )
+
+
+def _in_thread(read: Callable[[], T]) -> Callable[[Deadline], T | None]:
+    """Start ``read`` in a thread; the returned call waits for its result until the
+    deadline (and a second of grace), None if it has none by then."""
+    result: list[T] = []
+    thread = threading.Thread(target=lambda: result.append(read()), daemon=True)
+    thread.start()
+
+    def wait(deadline: Deadline) -> T | None:
+        thread.join(deadline.left() + 1)
+        return result[0] if result else None
+
+    return wait
+
+
+def _broker_configs(session: AdminSession, brokers: tuple[Broker, ...], unreadable: list[str],
+                    deadline: Deadline) -> dict[str, ConfigMap]:
+    configs = _describe_configs(session, client.ResourceType.BROKER,
+                                [str(b.id) for b in brokers], unreadable, "broker", deadline)
+    for broker_id, found in configs.items():
+        hidden = found.get(HIDDEN_SECURITY_CONFIG)
+        if hidden is not None and hidden.value is None:
+            # Kafka shows settings it does not define itself (authorizer options) as
+            # sensitive, so their value cannot be judged from outside.
+            unreadable.append(f"the value of {HIDDEN_SECURITY_CONFIG} on broker {broker_id} "
+                              "(Kafka hides it; check server.properties)")
+    return configs
+
+
+def _topics(metadata: Any, deleted: set[str], configs: dict[str, ConfigMap],
+            elr: Mapping[tuple[str, int], EligibleLeaders], unreadable: list[str]
+            ) -> list[Topic]:
+    topics = []
+    for name in sorted(set(metadata.topics) - deleted):  # deleted while being read: gone
+        meta = metadata.topics[name]
+        if meta.error is not None and meta.error.name() in _AUTH_ERRORS:
+            unreadable.append(f"metadata of topic {name}: not authorized")
+            continue
+        partitions = tuple(_partition(name, p, elr)
+                           for p in sorted(meta.partitions.values(), key=lambda p: p.id))
+        topics.append(Topic(
+            name=name,
+            internal=is_internal_topic(name),
+            partition_count=len(partitions),
+            replication_factor=max((len(p.replicas) for p in partitions), default=0),
+            configs=configs.get(name, freeze_configs({})),
+            partitions=partitions,
+        ))
+    return topics
 
 
 def _partition(topic: str, meta: Any, elr: Mapping[tuple[str, int], EligibleLeaders]

@@ -61,6 +61,28 @@ class SecureLab:
         return conf | {"bootstrap.servers": self.bootstrap}
 
 
+def assert_read_by_kafka_python(doc: dict[str, Any]) -> None:
+    """A `cluster` or `snapshot` document whose features (and, for a snapshot, every
+    partition's ELR) were read through kafka-python with the same security settings."""
+    assert doc["features"] is not None, doc["features_unread"]
+    assert doc["features"]["metadata.version"].startswith("4.")
+    if "topics" in doc:
+        assert doc["elr_unread"] is None
+        partitions = [p for t in doc["topics"] for p in t["partitions"]]
+        assert partitions and all(p["elr"] == [] for p in partitions)
+
+
+def a_topic(lab: SecureLab) -> str:
+    """A new one-partition topic, created with the lab's client properties (so that a
+    snapshot has a partition whose ELR kafka-python must read)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"elr-read-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(lab.librdkafka_config())
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(60)
+    return name
+
+
 def _start_lab(mode: str, *extra: str) -> Iterator[tuple[Path, Run]]:
     state_dir = Path(tempfile.mkdtemp(prefix=f"kaudit-test-{mode}-"))
     started = run_kaudit("lab", "up", "--brokers", "1", "--security", mode,
@@ -132,6 +154,7 @@ def test_every_command_works_with_the_printed_properties_and_leaks_nothing(
         sasl_lab: SecureLab, tmp_path: Path) -> None:
     out = tmp_path / "reports"
     out.mkdir()
+    a_topic(sasl_lab)
     runs = [
         sasl_lab.run("cluster", "-f", "json"),
         sasl_lab.run("snapshot", "-o", str(out / "snapshot.json")),
@@ -148,11 +171,9 @@ def test_every_command_works_with_the_printed_properties_and_leaks_nothing(
     ]
     for run in runs:
         assert run.code == 0, run.stderr
-    # Kafka's own Admin client (the features) gets the same SASL/TLS settings, from a file
-    # kaudit writes for it and removes.
-    cluster = json.loads(runs[0].stdout)
-    assert (cluster["features"] or {}).get("metadata.version", "").startswith("4."), \
-        cluster["features_unread"]
+    # kafka-python (features, ELR) gets the same SCRAM/TLS settings as librdkafka.
+    assert_read_by_kafka_python(json.loads(runs[0].stdout))
+    assert_read_by_kafka_python(json.loads((out / "snapshot.json").read_text()))
     assert json.loads(runs[0].stdout)["brokers"][0]["port"] == int(
         sasl_lab.bootstrap.rsplit(":", 1)[1])
     check = json.loads((out / "check.json").read_text())
@@ -183,6 +204,8 @@ def test_librdkafka_properties_with_plain_and_a_warning_for_x_passwords(
                        "-X", f"ssl.ca.location={sasl_lab.security / 'ca.pem'}")
     assert flags.code == 0, flags.stderr
     assert "-X sasl.password on the command line" in flags.stderr
+    assert_read_by_kafka_python(json.loads(from_file.stdout))  # PLAIN
+    assert_read_by_kafka_python(json.loads(flags.stdout))  # SCRAM from -X flags
     assert_no_secret([password], [from_file, flags])
 
 
@@ -280,15 +303,19 @@ def test_reconcile_reads_the_secured_topic_through_spark(
 def test_mtls_commands_authenticate_with_a_client_certificate(
         mtls_lab: SecureLab, tmp_path: Path) -> None:
     assert mtls_lab.status["security"] == "mtls"
+    a_topic(mtls_lab)
     assert "ssl.keystore.type=PEM" in mtls_lab.properties.read_text()
     runs = [
         mtls_lab.run("cluster", "-f", "json"),
         mtls_lab.run("check", "--exit-zero", "-f", "json"),
         mtls_lab.run("probe", "--count", "2000", "--replication-factor", "1",
                      "--min-insync-replicas", "1", "-f", "json"),
+        mtls_lab.run("snapshot", "-o", str(tmp_path / "snapshot.json")),
     ]
     for run in runs:
         assert run.code == 0, run.stderr
+    assert_read_by_kafka_python(json.loads(runs[0].stdout))
+    assert_read_by_kafka_python(json.loads((tmp_path / "snapshot.json").read_text()))
     assert json.loads(runs[2].stdout)["lost"] == 0
     assert "PRIVATE KEY" not in "".join(r.stdout + r.stderr for r in runs)
 

@@ -15,6 +15,7 @@ from kaudit.cluster import reader
 from kaudit.cluster.client import AdminSession
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
+from kaudit.waiting import Deadline
 
 
 class ChangingTopics:
@@ -31,7 +32,9 @@ class ChangingTopics:
         for resource in resources:
             future: Future[Any] = Future()
             code = self.answers[resource.name].pop(0)
-            if code is None:
+            if code == SILENT:
+                pass  # a frozen broker: the answer never comes
+            elif code is None:
                 future.set_result({})
             else:
                 future.set_exception(KafkaException(KafkaError(code)))
@@ -48,14 +51,20 @@ def session() -> Iterator[AdminSession]:
     yield AdminSession(ConnectionSettings("127.0.0.1:1", timeout=2))
 
 
-def describe(session: AdminSession, answers: dict[str, list[int | None]]
+def describe(session: AdminSession, answers: dict[str, list[int | None]],
+             restype: Any = ResourceType.TOPIC, unreadable: list[str] | None = None
              ) -> tuple[dict[str, Any], set[str], list[list[str]]]:
     admin = ChangingTopics(answers)
     session.admin = admin  # type: ignore[assignment]
     deleted: set[str] = set()
-    configs = reader._describe_configs(session, ResourceType.TOPIC, sorted(answers), [],
-                                       "topic", deleted)
+    configs = reader._describe_configs(session, restype, sorted(answers),
+                                       [] if unreadable is None else unreadable,
+                                       "topic" if restype == ResourceType.TOPIC else "broker",
+                                       Deadline(session.settings.timeout), deleted)
     return configs, deleted, admin.asked
+
+
+SILENT = -12345
 
 
 UNKNOWN = KafkaError.UNKNOWN_TOPIC_OR_PART
@@ -77,3 +86,20 @@ def test_a_topic_not_yet_known_to_the_answering_broker_is_asked_for_again(
 def test_other_errors_still_mean_the_cluster_could_not_be_read(session: AdminSession) -> None:
     with pytest.raises(ConnectionFailure, match="cannot reach Kafka"):
         describe(session, {"t": [KafkaError.BROKER_NOT_AVAILABLE]})
+
+
+def test_a_topic_batch_nobody_answers_is_asked_again_within_the_deadline() -> None:
+    # A try lasts a quarter of the timeout (2 s at least): time is left for another.
+    session = AdminSession(ConnectionSettings("127.0.0.1:1", timeout=8))
+    unreadable: list[str] = []
+    configs, _, asked = describe(session, {"t": [SILENT, None]}, unreadable=unreadable)
+    assert set(configs) == {"t"} and asked == [["t"], ["t"]] and unreadable == []
+
+
+def test_a_broker_that_never_answers_is_unreadable_not_an_unreachable_cluster(
+        session: AdminSession) -> None:
+    unreadable: list[str] = []
+    configs, _, asked = describe(session, {"1": [None], "2": [SILENT]}, ResourceType.BROKER,
+                                 unreadable)
+    assert set(configs) == {"1"} and asked == [["1"], ["2"]]
+    assert unreadable == ["configs of broker 2: no answer within 2s"]

@@ -24,6 +24,30 @@ def _ids(ids: tuple[int, ...]) -> str:
     return "[" + ",".join(str(i) for i in ids) + "]"
 
 
+def _state(part: PartitionState) -> str:
+    """ISR, and ELR where it was read, as kafka-topics --describe shows them."""
+    if part.elr is None:
+        return f"ISR {_ids(part.isr)}"
+    last = f", last known ELR {_ids(part.last_known_elr)}" if part.last_known_elr else ""
+    return f"ISR {_ids(part.isr)}, ELR {_ids(part.elr)}{last}"
+
+
+def _brokers(ids: tuple[int, ...]) -> str:
+    return f"{'broker' if len(ids) == 1 else 'brokers'} {_ids(ids)}"
+
+
+def _if_the_leader_fails(part: PartitionState) -> str:
+    """What a leader failure would do to an online partition under its min ISR, from its
+    ELR; nothing when the ELR was not read."""
+    if part.elr is None:
+        return ""
+    if part.elr:
+        return (f" If leader {part.leader} fails, {_brokers(part.elr)} (eligible leader "
+                "replicas) can still take over without losing acknowledged writes.")
+    return (f" Its ELR is empty: the ISR {_ids(part.isr)} alone holds every acknowledged "
+            "write, and no other replica may take over cleanly.")
+
+
 @rule("KA201", "partition.under-replicated", Severity.warning,
       "A partition has replicas that are not in sync.",
       scope="topic", internal_topics=True,
@@ -66,9 +90,9 @@ def under_min_isr(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
                             f"Partition {topic.name}-{part.partition} has only "
                             f"{len(part.isr)} in-sync replica{'s' if len(part.isr) != 1 else ''} "
                             f"with min.insync.replicas={d.effective_min_isr}, so acks=all "
-                            "writes to it fail now.",
+                            f"writes to it fail now.{_if_the_leader_fails(part)}",
                             expected=f"ISR size >= {d.effective_min_isr}",
-                            actual=f"ISR {_ids(part.isr)}",
+                            actual=_state(part),
                             source=d.min_isr_value.source.value, topic=topic.name)
 
 
@@ -109,9 +133,12 @@ def offline(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
     live = ctx.snapshot.broker_ids
     for part in _live_partitions(topic, ctx):
         if part.leader is None or part.leader < 0 or (live and part.leader not in live):
+            waiting = (f" {_brokers(part.elr)} (eligible leader replicas) can lead it "
+                       "without loss as soon as one of them is back."
+                       if part.elr else "")
             yield Violation(partition_subject(topic, part),
                             f"Partition {topic.name}-{part.partition} has no leader, so it can "
-                            "be neither written nor read.",
+                            f"be neither written nor read.{waiting}",
                             expected="a leader", actual="none" if part.leader in (None, -1)
                             else f"broker {part.leader} (not live)",
                             source="partition state", topic=topic.name)
@@ -141,3 +168,40 @@ def replica_on_offline_broker(topic: Topic, ctx: TopicContext) -> Iterator[Viola
                             expected=f"replicas on live brokers {_ids(tuple(sorted(live)))}",
                             actual=f"replicas {_ids(part.replicas)}",
                             source="partition state", topic=topic.name)
+
+
+@rule("KA206", "partition.no-eligible-leader", Severity.error,
+      "An offline partition has no in-sync and no eligible replica: only an unclean "
+      "election brings it back, losing acknowledged writes.",
+      scope="topic", internal_topics=True,
+      what="Reports partitions without a leader whose ISR and eligible leader replicas "
+           "(ELR, KIP-966, as DescribeTopicPartitions reports them) hold no live broker. Needs "
+           "the ELR: it skips snapshots that could not read it.",
+      why="With ELR, Kafka keeps electable every replica known to hold all acknowledged "
+          "writes. When none is left, the partition stays offline until one returns; the "
+          "only other way back is an unclean election, which truncates acknowledged writes "
+          "the new leader never had. The last known ELR names the replicas that were "
+          "eligible most recently: the ones to bring back first, or to prefer if an unclean "
+          "election cannot be avoided.",
+      example="orders-0, replicas [1,2,3], ISR [], ELR [], last known ELR [3]: broker 3 "
+              "left the ELR when it was fenced.",
+      fix="Bring back the brokers of the last known ELR (then the ISR) first. Only if they "
+          "cannot return, and losing acknowledged writes is accepted, run "
+          "`kafka-leader-election.sh --election-type unclean --topic T --partition P`.")
+def no_eligible_leader(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
+    """Offline, with ISR and ELR holding no live broker (ELR read)."""
+    live = ctx.snapshot.broker_ids
+    for part in _live_partitions(topic, ctx):
+        if part.elr is None or part.leader is not None:
+            continue
+        if any(r in live for r in (*part.isr, *part.elr)):
+            continue
+        last = (f"its last known ELR was {_brokers(part.last_known_elr)}: bring "
+                f"{'it' if len(part.last_known_elr) == 1 else 'them'} back first."
+                if part.last_known_elr else "and there is no last known ELR to prefer.")
+        yield Violation(partition_subject(topic, part),
+                        f"Partition {topic.name}-{part.partition} is offline and no live "
+                        "replica is in its ISR or ELR: only an unclean election brings it "
+                        f"back, and it loses acknowledged writes; {last}",
+                        expected="an in-sync or eligible replica",
+                        actual=_state(part), source="partition state", topic=topic.name)

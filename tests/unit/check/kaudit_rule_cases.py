@@ -9,7 +9,8 @@ holds a snapshot fragment plus optional policy and client configs:
 - ``live`` (default true), ``unreadable`` (list), ``cluster_id``
 - ``topics``: ``[{name, internal, replication_factor, partitions, configs}]``;
   ``partitions`` is a count (healthy, replicas on the first RF brokers) or
-  ``[{leader, replicas, isr}]``; configs are ``{name: value | {value, source}}``
+  ``[{leader, replicas, isr, elr, last_known_elr}]`` (no ``elr``: not read);
+  configs are ``{name: value | {value, source}}``
   with source DYNAMIC_TOPIC_CONFIG unless given
 - ``offsets``: ``[{topic, partition, log_start, high_watermark, last_stable,
   open_minutes_ago}]`` (last_stable defaults to high_watermark)
@@ -94,6 +95,10 @@ def _configs(raw: dict[str, Any] | None, default_source: ConfigSource) -> Any:
     return freeze_configs(out)
 
 
+def _maybe_ids(raw: list[int] | None) -> tuple[int, ...] | None:
+    return None if raw is None else tuple(raw)
+
+
 def build_snapshot(case: dict[str, Any]) -> ClusterSnapshot:
     """The ClusterSnapshot a case describes."""
     raw_brokers = case.get("brokers", 3)
@@ -126,7 +131,9 @@ def build_snapshot(case: dict[str, Any]) -> ClusterSnapshot:
         else:
             partitions = tuple(PartitionState(partition=i, leader=p.get("leader"),
                                               replicas=tuple(p["replicas"]),
-                                              isr=tuple(p.get("isr", p["replicas"])))
+                                              isr=tuple(p.get("isr", p["replicas"])),
+                                              elr=_maybe_ids(p.get("elr")),
+                                              last_known_elr=_maybe_ids(p.get("last_known_elr")))
                                for i, p in enumerate(parts_spec))
             count = len(partitions)
             rf = int(t.get("replication_factor", max(len(p.replicas) for p in partitions)))

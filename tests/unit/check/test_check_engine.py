@@ -49,7 +49,7 @@ def test_internal_topics_get_only_live_state_rules(tmp_path: Path) -> None:
 
 def test_the_live_state_rules_are_the_ones_run_on_internal_topics() -> None:
     flagged = {r.id for r in all_rules() if r.internal_topics}
-    assert flagged == {"KA201", "KA202", "KA203", "KA204", "KA205"}
+    assert flagged == {"KA201", "KA202", "KA203", "KA204", "KA205", "KA206"}
     assert {r.scope for r in all_rules() if r.internal_topics} == {"topic"}
 
 
