@@ -118,7 +118,8 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
     return CheckResult(findings=findings, guarantees=guarantees, rules=evaluated,
                        policies=policies.names, origin=snapshot.origin,
                        cluster_id=snapshot.cluster_id, features=snapshot.features,
-                       features_unread=snapshot.features_unread)
+                       features_unread=snapshot.features_unread,
+                       elr_unread=snapshot.elr_unread)
 
 
 def _bindings(policies: PolicySet, producers: Sequence[ClientConfig],

@@ -134,6 +134,8 @@ class CheckResult:
     """The cluster's finalized features, when they were read."""
     features_unread: str | None = None
     """Why they were not read, when a live cluster's were not."""
+    elr_unread: str | None = None
+    """Why the partitions' eligible leader replicas were not read, when they were not."""
 
     def counts(self) -> dict[str, int]:
         """Unwaived findings per severity, as the JSON ``summary`` has them."""

@@ -323,14 +323,15 @@ class AdminSession:
     def list_offsets_of(self, partitions: list[tuple[str, int]],
                         spec: Literal["earliest", "latest"] | int,
                         read_committed: bool = False,
-                        failed: dict[tuple[str, int], str] | None = None
-                        ) -> dict[tuple[str, int], int]:
+                        failed: dict[tuple[str, int], str] | None = None,
+                        deadline: Deadline | None = None) -> dict[tuple[str, int], int]:
         """:meth:`list_offsets` for partitions of any topics at once, by (topic, partition).
 
         A partition whose answer is an error is asked again (alone with the others that
         failed) until the deadline. Then, with ``failed``, its error goes there and the
         others are returned (a topic deleted meanwhile, a leader just lost); without it, the
-        read fails as a whole (exit 3)."""
+        read fails as a whole (exit 3). ``deadline`` bounds it (a snapshot's reads share
+        one); by default it is the timeout, 10 s at least."""
         from concurrent.futures import TimeoutError as FutureTimeout
 
         from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
@@ -341,11 +342,11 @@ class AdminSession:
                        if spec == "latest" else specs.for_timestamp(spec))
         level = (IsolationLevel.READ_COMMITTED if read_committed
                  else IsolationLevel.READ_UNCOMMITTED)
-        timeout = self.settings.timeout
-        deadline = Deadline(max(timeout, 10))
+        deadline = deadline or Deadline(max(self.settings.timeout, 10))
         found: dict[tuple[str, int], int] = {}
         pending = list(dict.fromkeys(partitions))
         while pending:
+            timeout = min(self.settings.timeout, max(0.5, deadline.left()))
             futures = self.admin.list_offsets(
                 {TopicPartition(t, p): offset_spec for t, p in pending},
                 isolation_level=level, request_timeout=timeout)
@@ -354,7 +355,7 @@ class AdminSession:
                 try:
                     # Python's wait outlasts librdkafka's, so a slow answer is librdkafka's
                     # timeout.
-                    offset = int(future.result(timeout=timeout + 5).offset)
+                    offset = int(future.result(timeout=max(0.5, deadline.left()) + 1).offset)
                     if offset < 0 and spec in ("earliest", "latest"):
                         # A leader that died and is not yet fenced "answers" -1001
                         # (OFFSET_INVALID), which is no log position at all.

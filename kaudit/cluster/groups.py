@@ -26,19 +26,21 @@ PEEK_ROUNDS = 10
 
 
 def read_offsets(session: AdminSession, partitions: list[tuple[str, int]],
-                 unreadable: list[str]) -> tuple[PartitionOffsets, ...]:
+                 unreadable: list[str], deadline: Deadline) -> tuple[PartitionOffsets, ...]:
     """Log start, high watermark and last stable offset of every partition; a partition
-    that does not answer (deleted meanwhile, leader lost) goes to ``unreadable``."""
+    that does not answer (deleted meanwhile, leader lost or frozen) by ``deadline`` goes to
+    ``unreadable``."""
     failed: dict[tuple[str, int], str] = {}
-    starts = session.list_offsets_of(partitions, "earliest", failed=failed)
-    ends = session.list_offsets_of(partitions, "latest", failed=failed)
-    stable = session.list_offsets_of(partitions, "latest", read_committed=True, failed=failed)
+    starts = session.list_offsets_of(partitions, "earliest", failed=failed, deadline=deadline)
+    ends = session.list_offsets_of(partitions, "latest", failed=failed, deadline=deadline)
+    stable = session.list_offsets_of(partitions, "latest", read_committed=True, failed=failed,
+                                     deadline=deadline)
     for (t, p), why in sorted(failed.items()):
         unreadable.append(f"offsets of {t}-{p}: {why}")
     read = [tp for tp in partitions if tp in starts and tp in ends and tp in stable]
     held = {tp: stable[tp] for tp in read if stable[tp] < ends[tp]}
     since = _times(session, {(t, p, o) for (t, p), o in held.items()}, unreadable,
-                   "the start of an open transaction")
+                   "the start of an open transaction", deadline)
     return tuple(PartitionOffsets(topic=t, partition=p, log_start=starts[(t, p)],
                                   high_watermark=ends[(t, p)], last_stable=stable[(t, p)],
                                   open_since_ms=since.get((t, p, stable[(t, p)])))
@@ -46,10 +48,11 @@ def read_offsets(session: AdminSession, partitions: list[tuple[str, int]],
 
 
 def _times(session: AdminSession, wanted: set[tuple[str, int, int]], unreadable: list[str],
-           what: str) -> dict[tuple[str, int, int], int]:
+           what: str, deadline: Deadline) -> dict[tuple[str, int, int], int]:
     """The record time at each (topic, partition, offset), read in rounds of one offset per
     partition; what stays unread is said in ``unreadable``."""
-    within = max(PEEK_SECONDS, session.settings.timeout)
+    # PEEK_SECONDS at least, even past the deadline: a consumer needs a moment to start.
+    within = max(PEEK_SECONDS, min(session.settings.timeout, deadline.left()))
     times: dict[tuple[str, int, int], int] = {}
     left = sorted(wanted)
     for _ in range(PEEK_ROUNDS):
@@ -109,7 +112,8 @@ def read_groups(session: AdminSession, offsets: tuple[PartitionOffsets, ...],
                  for tp in tps if tp.offset >= 0 and (tp.topic, tp.partition) in ends
                  and ends[(tp.topic, tp.partition)].log_start <= tp.offset
                  < ends[(tp.topic, tp.partition)].high_watermark}
-    unread_since = _times(session, positions, unreadable, "a lagging group's next record")
+    unread_since = _times(session, positions, unreadable, "a lagging group's next record",
+                          deadline)
     groups = []
     for group_id in ids:
         if group_id not in descriptions or group_id not in committed:

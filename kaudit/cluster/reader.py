@@ -9,6 +9,7 @@ reports it as a finding) instead of an error.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -117,7 +118,9 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
                 silent.append(name)
             except KafkaException as exc:
                 text = kafka_message(exc)
-                if any(code in text for code in _AUTH_ERRORS) or "authoriz" in text.lower():
+                if _error_name(exc) == "_TIMED_OUT":  # librdkafka's own wait (a broker)
+                    silent.append(name)
+                elif any(code in text for code in _AUTH_ERRORS) or "authoriz" in text.lower():
                     unreadable.append(f"configs of {kind} {name}: not authorized")
                 elif deleted is not None and _error_name(exc) == "UNKNOWN_TOPIC_OR_PART":
                     unknown.append(name)
@@ -133,6 +136,11 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
             pending.extend(unknown)
         elif deleted is not None:
             deleted.update(unknown)
+        if silent:
+            # librdkafka asks the broker its metadata names as controller; fresh metadata
+            # may name a live one (a frozen broker is fenced within seconds).
+            with contextlib.suppress(KafkaException):
+                session.admin.list_topics(timeout=deadline.slice(1.0) or 0.1)
         pending.extend(silent)
     return out
 
@@ -173,7 +181,7 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
 
         offsets = read_offsets(session, [(t.name, p.partition) for t in topics
                                          if not t.internal for p in t.partitions
-                                         if p.leader is not None], unreadable)
+                                         if p.leader is not None], unreadable, deadline)
         consumer_groups = read_groups(session, offsets, unreadable, deadline)
     broker_configs = broker_read(deadline) or {}
     unreadable[:0] = broker_unreadable  # the brokers' first, as they were read before

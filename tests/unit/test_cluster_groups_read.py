@@ -9,10 +9,11 @@ from typing import Any
 from kaudit.cluster import groups
 from kaudit.cluster.groups import PEEK_ROUNDS
 from kaudit.connect.properties import properties_text
+from kaudit.waiting import Deadline
 
 
 def _times(session: Any, *args: Any) -> Any:
-    return groups._times(session, *args)
+    return groups._times(session, *args, Deadline(60))
 
 
 class _Peeks:

@@ -100,6 +100,7 @@ class CheckDocument(TypedDict):
     cluster_id: str | None
     features: dict[str, str] | None
     features_unread: str | None
+    elr_unread: str | None
 
 
 def finding_record(finding: Finding) -> FindingRecord:
@@ -151,6 +152,7 @@ def check_document(result: CheckResult) -> CheckDocument:
         "cluster_id": result.cluster_id,
         "features": None if result.features is None else dict(sorted(result.features.items())),
         "features_unread": result.features_unread,
+        "elr_unread": result.elr_unread,
     }
 
 
@@ -290,6 +292,7 @@ def redacted_result(result: CheckResult) -> CheckResult:
         features=None if result.features is None else {
             text(k): text(v) for k, v in result.features.items()},
         features_unread=maybe(result.features_unread),
+        elr_unread=maybe(result.elr_unread),
     )
 
 

@@ -244,6 +244,8 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
             f"{k}={v}" for k, v in sorted(result.features.items())))
     elif result.features_unread:
         headings.append(f"features: not read ({result.features_unread})")
+    if result.elr_unread:
+        headings.append(f"eligible leader replicas: not read ({result.elr_unread})")
     if options.width is not None:
         headings = [wrap(h, options.width, indent="  ") for h in headings]
     lines = [*headings, ""]
