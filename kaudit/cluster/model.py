@@ -227,7 +227,7 @@ class ClusterSnapshot:
         level = self.features.get(name, "0")
         return int(level) if level.isdigit() else None
 
-    @property
+    @cached_property
     def kafka_version(self) -> tuple[int, int] | None:
         """(major, minor) of the finalized metadata.version (``4.3-IV0`` -> (4, 3))."""
         found = re.match(r"(\d+)\.(\d+)", (self.features or {}).get("metadata.version", ""))
