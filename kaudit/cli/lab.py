@@ -69,8 +69,9 @@ def up(
         typer.Option(
             case_sensitive=False,
             show_default=False,
-            help="plaintext, sasl_ssl (SCRAM-SHA-512 or PLAIN over TLS, with ACLs) or mtls "
-            "(client certificates); secured labs write client properties under "
+            help="plaintext, sasl_ssl (SCRAM-SHA-512 or PLAIN over TLS, with ACLs), mtls "
+            "(client certificates) or oauthbearer (unsigned test tokens over TLS, with ACLs: "
+            "for trying token clients); secured labs write client properties under "
             "STATE_DIR/security [default: plaintext for a new lab, the lab's own on "
             "restart].",
         ),

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kaudit.cluster.model import Broker
+from kaudit.connect.properties import unsecured_principal
 from kaudit.connect.redact import register_secret
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure, InputError, unreadable
@@ -449,6 +450,12 @@ def java_client_options(conn: ConnectionSettings) -> dict[str, str]:
         out["sasl.jaas.config"] = (
             f"{module} required username={_jaas_value(props['sasl.username'])} "
             f"password={_jaas_value(props.get('sasl.password', ''))};")
+    elif mechanism == "OAUTHBEARER" and unsecured_principal(props):
+        # Unsecured test tokens, as librdkafka's sasl.oauthbearer.config names their subject.
+        principal = unsecured_principal(props)
+        out["sasl.jaas.config"] = ("org.apache.kafka.common.security.oauthbearer."
+                                   "OAuthBearerLoginModule required "
+                                   f"unsecuredLoginStringClaim_sub={_jaas_value(principal)};")
     elif mechanism == "OAUTHBEARER":
         # OIDC client credentials: the Java client fetches tokens with its own handler.
         options = [f"{java}={_jaas_value(props[rd])}" for rd, java in (

@@ -98,8 +98,8 @@ def read_protocol(settings: ConnectionSettings, brokers: Sequence[Broker],
                             elr_unread="no broker is registered")
     try:
         config = kafka_python_config(settings)
-    except (InputError, ImportError) as exc:
-        why = f"not read: {exc}"
+    except (InputError, ImportError, OSError) as exc:  # OSError: a CA or key file (TLS)
+        why = f"not read: {redact(str(exc))}"
         return ProtocolRead(features_unread=why, elr_unread=why if topics else None)
     answers = [_Answer(b) for b in brokers]
     for answer in answers:

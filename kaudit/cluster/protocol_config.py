@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
+import tempfile
 import threading
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
+from kaudit.connect.properties import unsecured_principal
 from kaudit.connect.redact import register_secret
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
@@ -46,7 +50,9 @@ def _sasl_options(props: dict[str, str]) -> dict[str, Any]:
                          f"{', '.join(_SASL)}")
     out: dict[str, Any] = {"sasl_mechanism": mechanism}
     if mechanism == "OAUTHBEARER":
-        out["sasl_oauth_token_provider"] = oidc_token_provider(props)
+        principal = unsecured_principal(props)
+        out["sasl_oauth_token_provider"] = (unsecured_token_provider(principal) if principal
+                                            else oidc_token_provider(props))
     else:
         out["sasl_plain_username"] = props.get("sasl.username", "")
         out["sasl_plain_password"] = props.get("sasl.password", "")
@@ -54,16 +60,42 @@ def _sasl_options(props: dict[str, str]) -> dict[str, Any]:
 
 
 def _tls_options(props: dict[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "ssl_check_hostname":
-            props.get("ssl.endpoint.identification.algorithm", "https").lower() != "none"}
-    for rd_key, option in (("ssl.ca.location", "ssl_cafile"),
-                           ("ssl.certificate.location", "ssl_certfile"),
-                           ("ssl.key.location", "ssl_keyfile"),
-                           ("ssl.key.password", "ssl_password")):
-        if props.get(rd_key):
-            out[option] = props[rd_key]
-    return out
+    """One SSLContext from the CA, the client certificate and key (files or PEM text)."""
+    context = ssl.create_default_context(
+        cafile=props.get("ssl.ca.location") or None, cadata=props.get("ssl.ca.pem") or None)
+    context.check_hostname = \
+        props.get("ssl.endpoint.identification.algorithm", "https").lower() != "none"
+    password = props.get("ssl.key.password") or None
+    cert, key = props.get("ssl.certificate.location"), props.get("ssl.key.location")
+    if cert or key:
+        context.load_cert_chain(cert or key or "", key or None, password)
+    elif props.get("ssl.certificate.pem") and props.get("ssl.key.pem"):
+        # Python loads a chain only from files: written to a private file, read at once and
+        # removed before anything else runs.
+        with tempfile.TemporaryDirectory(prefix="kaudit-tls-") as private:
+            chain = Path(private, "chain.pem")
+            chain.touch(mode=0o600)
+            chain.write_text(props["ssl.key.pem"] + "\n" + props["ssl.certificate.pem"],
+                             encoding="ascii")
+            context.load_cert_chain(str(chain), None, password)
+    return {"ssl_context": context}
+
+
+def unsecured_token_provider(principal: str) -> Any:
+    """Unsigned JWTs naming ``principal`` (Kafka's unsecured tokens, for test clusters)."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    def part(doc: dict[str, Any]) -> str:
+        raw = json.dumps(doc, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    class UnsecuredTokens(AbstractTokenProvider):  # type: ignore[misc]
+        def token(self) -> str:
+            now = int(time.time())
+            return (f"{part({'alg': 'none'})}."
+                    f"{part({'sub': principal, 'iat': now, 'exp': now + 3600})}.")
+
+    return UnsecuredTokens()
 
 
 def oidc_token_provider(props: dict[str, str]) -> Any:

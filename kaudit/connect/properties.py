@@ -288,6 +288,11 @@ def _translate_oauthbearer(options: dict[str, str], out: dict[str, str]) -> None
                 register_secret(options[java_opt])
     if "clientId" in options:
         out.setdefault("sasl.oauthbearer.method", "oidc")
+    elif "unsecuredLoginStringClaim_sub" in options:
+        # Java's unsecured tokens (a test cluster's): librdkafka builds the same ones.
+        out["enable.sasl.oauthbearer.unsecure.jwt"] = "true"
+        out["sasl.oauthbearer.config"] = \
+            f"principal={options['unsecuredLoginStringClaim_sub']}"
 
 
 def _truststore(props: PropertiesFile, location: str, declared: str) -> dict[str, str]:
@@ -337,3 +342,14 @@ def properties_text(options: dict[str, str]) -> str:
         return "".join(c if " " <= c <= "~" else f"\\u{ord(c):04x}" for c in value)
 
     return "".join(f"{key}={escape(value)}\n" for key, value in sorted(options.items()))
+
+
+def unsecured_principal(props: dict[str, str]) -> str:
+    """The subject of librdkafka's unsecured OAUTHBEARER tokens, "" when not configured."""
+    if props.get("enable.sasl.oauthbearer.unsecure.jwt", "").lower() != "true":
+        return ""
+    for word in props.get("sasl.oauthbearer.config", "").split():
+        name, _, value = word.partition("=")
+        if name == "principal":
+            return value
+    return ""

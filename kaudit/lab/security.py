@@ -1,9 +1,13 @@
 """A secured lab: TLS certificates, SCRAM users, the standard authorizer and ACLs.
 
-Two modes besides plaintext:
+Three modes besides plaintext:
 
 - ``sasl_ssl``: clients authenticate with SCRAM-SHA-512 (or PLAIN) over TLS.
 - ``mtls``: clients authenticate with a certificate (TLS client auth).
+- ``oauthbearer``: clients present an OAuth bearer token over TLS, validated by Kafka's
+  default (unsecured) validator: any well-formed unsigned JWT names its principal in
+  ``sub``. For trying token clients (OIDC ones included, against a token endpoint that
+  issues such tokens); it proves nothing about who a client is.
 
 Brokers talk to each other over the client listener (SCRAM as ``admin``, or
 their own certificate) and to the controllers over a TLS listener that
@@ -53,6 +57,7 @@ class Security(StrEnum):
     plaintext = "plaintext"
     sasl_ssl = "sasl_ssl"
     mtls = "mtls"
+    oauthbearer = "oauthbearer"
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,11 @@ def _jaas(module: str, user: str, password: str, extra: str = "") -> str:
             f'username="{user}" password="{password}"{extra};')
 
 
+def _unsecured_jaas(principal: str) -> str:
+    return ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            f'unsecuredLoginStringClaim_sub="{principal}";')
+
+
 def client_properties_text(m: Material, mode: Security, user: str, password: str) -> str:
     """A Java client.properties for ``user``: what an operator would hand to kafka-*.sh."""
     lines = [f"# kaudit lab ({mode.value}) client settings for user {user}"]
@@ -163,6 +173,12 @@ def client_properties_text(m: Material, mode: Security, user: str, password: str
             "security.protocol=SASL_SSL",
             f"sasl.mechanism={SCRAM_MECHANISM}",
             "sasl.jaas.config=" + _jaas("scram.ScramLoginModule", user, password),
+        ]
+    elif mode is Security.oauthbearer:
+        lines += [
+            "security.protocol=SASL_SSL",
+            "sasl.mechanism=OAUTHBEARER",
+            "sasl.jaas.config=" + _unsecured_jaas(user),
         ]
     else:
         lines += [
@@ -191,6 +207,16 @@ def broker_properties(m: Material, mode: Security) -> dict[str, str]:
                 _jaas("scram.ScramLoginModule", ADMIN, pw[ADMIN]),
             "listener.name.client.plain.sasl.jaas.config":
                 _jaas("plain.PlainLoginModule", ADMIN, pw[ADMIN], users),
+        }
+    elif mode is Security.oauthbearer:
+        props |= {
+            "listener.security.protocol.map": "CONTROLLER:SSL,CLIENT:SASL_SSL",
+            "sasl.enabled.mechanisms": "OAUTHBEARER",
+            "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+            # Brokers reach each other as the super user kaudit-broker, with their own
+            # unsecured tokens; clients' tokens go to Kafka's default unsecured validator.
+            "listener.name.client.oauthbearer.sasl.jaas.config":
+                _unsecured_jaas(BROKER_PRINCIPAL),
         }
     else:
         props |= {

@@ -3,11 +3,14 @@ settings translated (the reads themselves are proven on the lab: tests/integrati
 
 from __future__ import annotations
 
+import base64
 import json
+import subprocess
 import threading
 import typing
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,23 +49,64 @@ def test_plaintext_needs_nothing_but_a_client_id() -> None:
     assert _config() == {"security_protocol": "PLAINTEXT", "client_id": "kaudit"}
 
 
-def test_scram_over_tls_carries_user_ca_and_hostname_check() -> None:
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA and a client certificate signed by it, as the lab makes them (openssl)."""
+    d = tmp_path_factory.mktemp("pki")
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+            "ca.pem", "-days", "2", "-subj", "/CN=test CA")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "me.key", "-out", "me.csr",
+            "-subj", "/CN=alice")
+    openssl("x509", "-req", "-in", "me.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "2", "-out", "me.pem")
+    return d
+
+
+def test_scram_over_tls_carries_user_ca_and_hostname_check(pki: Path) -> None:
     config = _config(**{"security.protocol": "SASL_SSL", "sasl.mechanism": "scram-sha-512",
                         "sasl.username": "alice", "sasl.password": "pw",
-                        "ssl.ca.location": "/ca.pem",
+                        "ssl.ca.location": str(pki / "ca.pem"),
                         "ssl.endpoint.identification.algorithm": "none"})
+    context = config.pop("ssl_context")
     assert config == {"security_protocol": "SASL_SSL", "client_id": "kaudit",
                       "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "alice",
-                      "sasl_plain_password": "pw", "ssl_check_hostname": False,
-                      "ssl_cafile": "/ca.pem"}
+                      "sasl_plain_password": "pw"}
+    assert context.check_hostname is False
+    assert [c["subject"] for c in context.get_ca_certs()] == [((("commonName", "test CA"),),)]
 
 
-def test_mtls_passes_the_client_certificate_and_key() -> None:
-    config = _config(**{"security.protocol": "SSL", "ssl.ca.location": "/ca.pem",
-                        "ssl.certificate.location": "/me.pem", "ssl.key.location": "/me.key",
-                        "ssl.key.password": "kp"})
-    assert config["ssl_certfile"] == "/me.pem" and config["ssl_keyfile"] == "/me.key"
-    assert config["ssl_password"] == "kp" and config["ssl_check_hostname"] is True
+def test_mtls_loads_the_client_certificate_from_files_or_pem_text(pki: Path) -> None:
+    files = _config(**{"security.protocol": "SSL", "ssl.ca.location": str(pki / "ca.pem"),
+                       "ssl.certificate.location": str(pki / "me.pem"),
+                       "ssl.key.location": str(pki / "me.key")})
+    assert files["ssl_context"].check_hostname is True
+    text = _config(**{"security.protocol": "SSL",
+                      "ssl.ca.pem": (pki / "ca.pem").read_text(),
+                      "ssl.certificate.pem": (pki / "me.pem").read_text(),
+                      "ssl.key.pem": (pki / "me.key").read_text()})
+    assert len(text["ssl_context"].get_ca_certs()) == 1
+
+
+def test_a_wrong_key_is_an_os_error_not_a_hang(pki: Path) -> None:
+    with pytest.raises(OSError):
+        _config(**{"security.protocol": "SSL", "ssl.ca.location": str(pki / "ca.pem"),
+                   "ssl.certificate.location": str(pki / "me.pem"),
+                   "ssl.key.location": str(pki / "ca.key")})
+
+
+def test_unsecured_oauthbearer_tokens_name_their_principal_unsigned() -> None:
+    config = _config(**{"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+                        "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                        "sasl.oauthbearer.config": "principal=alice"})
+    header, payload, signature = config["sasl_oauth_token_provider"].token().split(".")
+    decoded = [json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))
+               for p in (header, payload)]
+    assert decoded[0] == {"alg": "none"} and decoded[1]["sub"] == "alice"
+    assert decoded[1]["exp"] > decoded[1]["iat"] and signature == ""
 
 
 @pytest.mark.parametrize("props,said", [
