@@ -7,14 +7,18 @@ replication factor 1. A known password must appear nowhere kaudit writes.
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import stat
 import subprocess
 import tempfile
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -340,6 +344,88 @@ def test_a_stopped_secured_lab_restarts_secured(mtls_lab: SecureLab) -> None:
     assert again.code == 0, again.stderr
     run = mtls_lab.run("cluster", "-f", "json")
     assert run.code == 0, run.stderr
+
+
+@pytest.fixture(scope="module")
+def oauth_lab() -> Iterator[SecureLab]:
+    yield from _secure_lab("oauthbearer")
+
+
+ISSUER_SECRET = "issuer-secret-5f2c9e"
+
+
+class _UnsignedIssuer(BaseHTTPRequestHandler):
+    """An OIDC token endpoint for the oauthbearer lab: client credentials in, an unsigned
+    JWT naming the client out (what the lab's unsecured validator accepts)."""
+
+    def do_POST(self) -> None:
+        basic = self.headers.get("Authorization", "").removeprefix("Basic ")
+        client, _, secret = base64.b64decode(basic).decode().partition(":")
+        if secret != ISSUER_SECRET:
+            self.send_response(401)
+            self.end_headers()
+            return
+        now = int(time.time())
+
+        def part(doc: dict[str, Any]) -> str:
+            return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
+
+        token = f"{part({'alg': 'none'})}.{part({'sub': client, 'iat': now, 'exp': now + 600})}."
+        body = json.dumps({"access_token": token, "token_type": "bearer",
+                           "expires_in": 600}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+def test_oauthbearer_unsecured_and_oidc_tokens_read_features_and_elr(
+        oauth_lab: SecureLab, tmp_path: Path) -> None:
+    assert oauth_lab.status["security"] == "oauthbearer"
+    assert "sasl.mechanism=OAUTHBEARER" in oauth_lab.properties.read_text()
+    a_topic(oauth_lab)
+    # The lab's own properties: Java's unsecured login module, translated.
+    runs = [oauth_lab.run("cluster", "-f", "json"),
+            oauth_lab.run("snapshot", "-o", str(tmp_path / "unsecured.json"))]
+    for run in runs:
+        assert run.code == 0, run.stderr
+    assert_read_by_kafka_python(json.loads(runs[0].stdout))
+    assert_read_by_kafka_python(json.loads((tmp_path / "unsecured.json").read_text()))
+    # OIDC client credentials against a token endpoint: librdkafka and kafka-python each
+    # fetch their own token.
+    server = HTTPServer(("127.0.0.1", 0), _UnsignedIssuer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        oidc = tmp_path / "oidc.properties"
+        oidc.write_text("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
+                        "sasl.oauthbearer.method=oidc\nsasl.oauthbearer.client.id=alice\n"
+                        f"sasl.oauthbearer.client.secret={ISSUER_SECRET}\n"
+                        "sasl.oauthbearer.token.endpoint.url="
+                        f"http://127.0.0.1:{server.server_port}/token\n"
+                        f"ssl.ca.location={oauth_lab.security / 'ca.pem'}\n")
+        out = tmp_path / "oidc"
+        out.mkdir()
+        oidc_runs = [
+            oauth_lab.run("cluster", "-f", "json", properties=oidc),
+            oauth_lab.run("snapshot", "-o", str(out / "snapshot.json"), properties=oidc),
+            oauth_lab.run("check", "--exit-zero", "-f", "json", "-o", str(out / "check.json"),
+                          properties=oidc),
+        ]
+        wrong = tmp_path / "wrong.properties"
+        wrong.write_text(oidc.read_text().replace(ISSUER_SECRET, "not-the-secret"))
+        refused = oauth_lab.run("cluster", "--timeout", "10", properties=wrong)
+    finally:
+        server.shutdown()
+    for run in oidc_runs:
+        assert run.code == 0, run.stderr
+    assert_read_by_kafka_python(json.loads(oidc_runs[0].stdout))
+    assert_read_by_kafka_python(json.loads((out / "snapshot.json").read_text()))
+    assert_no_secret([ISSUER_SECRET], oidc_runs, out)
+    assert refused.code == 3 and "token" in one_line(refused).lower(), refused.stderr
 
 
 def test_check_flags_a_deliberately_weakened_broker() -> None:

@@ -46,6 +46,16 @@ def test_oauthbearer_client_credentials_pass_through() -> None:
         'extension_logicalCluster="lkc-1" extension_poolId="pool-2";')
 
 
+def test_unsecured_oauthbearer_tokens_go_back_to_the_java_login_module() -> None:
+    got = options(**{"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+                     "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                     "sasl.oauthbearer.config": "principal=alice"})
+    assert got["sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        'unsecuredLoginStringClaim_sub="alice";')
+    assert "sasl.login.callback.handler.class" not in got
+
+
 def test_client_certificate_in_one_file_or_two(tmp_path: Path) -> None:
     both = options(**{"security.protocol": "SSL", "ssl.certificate.location": "/c/me.pem",
                       "ssl.key.location": "/c/me.pem", "ssl.key.password": "kp"})

@@ -112,6 +112,16 @@ def test_oauthbearer_options_map_to_oidc() -> None:
     assert out["sasl.oauthbearer.method"] == "oidc"
 
 
+def test_unsecured_oauthbearer_tokens_become_librdkafkas_own() -> None:
+    out = translate(
+        "sasl.mechanism=OAUTHBEARER\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+        'required unsecuredLoginStringClaim_sub="alice";\n')
+    assert out["enable.sasl.oauthbearer.unsecure.jwt"] == "true"
+    assert out["sasl.oauthbearer.config"] == "principal=alice"
+    assert "sasl.oauthbearer.method" not in out
+
+
 def test_unknown_login_module_is_rejected() -> None:
     with pytest.raises(FileInputError, match="Krb5LoginModule"):
         translate("sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required "
