@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.errors import InputError
+from kaudit.probe.causes import LossCauses
 from kaudit.probe.faults.registry import (
     SHORT_REQUEST_TIMEOUT_MS,
     FaultAt,
@@ -154,6 +155,8 @@ class ProbeReport:
     read_then_lost: int | None = None
     """Lost messages a reader had been shown while the run wrote (None: no such reader,
     ``--no-e2e-latency``). Kafka promises 0: readers see only the high watermark."""
+    loss_causes: LossCauses | None = None
+    """Why the lost messages were lost (None when none was)."""
 
     @property
     def verdict(self) -> str:
@@ -178,6 +181,10 @@ class ProbeReport:
                    "acknowledged, so the run shows nothing about delivery"]
             return out + self.permanent_errors()
         out = list(self.verification.violations(self.settings.expect))
+        if self.loss_causes is not None:
+            # The lost line says why, where Kafka gave a signal for it.
+            out = [f"{v}: {self.loss_causes.sentence()}" if v.startswith("lost:") else v
+                   for v in out]
         if not self.drain_complete:
             out.append("could not read every partition back past its last acknowledged offset")
         if self.read_then_lost:

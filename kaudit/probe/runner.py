@@ -36,7 +36,8 @@ from kaudit.cluster.topics import (
     topic_partitions,
 )
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.errors import InputError
+from kaudit.errors import InputError, KauditError
+from kaudit.probe.causes import LossCauses, attribute_losses
 from kaudit.probe.faults.injector import FaultInjector, ProducerRestart, Targets
 from kaudit.probe.faults.lab import lab_for
 from kaudit.probe.latency import Timeline
@@ -112,6 +113,7 @@ class ProbeRun:
         self.sent: Sent | None = None
         self.verification: Verification | None = None
         self.read_then_lost: int | None = None
+        self.loss_causes: LossCauses | None = None
         # The admin client asks again while leadership is still moving after the previous
         # trial's fault; a consumer's watermark query gave up on NOT_LEADER_OR_FOLLOWER.
         self.start_offsets = session.list_offsets(topic, partitions, "latest")
@@ -210,8 +212,25 @@ class ProbeRun:
             self.tail.stop()
         self.verification = self.verifier.result()
         self.read_then_lost = self.tail.read_then_lost(self.verifier) if self.tail else None
+        if self.verification.lost:
+            self.loss_causes = self._loss_causes()
         assert self.sent is not None
         _place_outcomes(self.sent.timeline, self.verifier, self.partitions)
+
+    def _loss_causes(self) -> LossCauses:
+        """Each lost record's cause (:mod:`kaudit.probe.causes`), from the partitions' log
+        start offsets read now; where they cannot be read, the cause stays unknown."""
+        lost = {p: [self.ledger.offset(p, seq) for seq in self.verifier.lost_sequences(p)]
+                for p in self.partitions}
+        wanted = [p for p, offsets in lost.items() if offsets]
+        try:
+            starts: dict[int, int | None] = dict(
+                self.session.list_offsets(self.topic, wanted, "earliest"))
+        except KauditError as exc:
+            self.notes.append(f"the log start offsets were not read ({exc.message}): every "
+                              "loss's cause is unknown")
+            starts = {}
+        return attribute_losses(lost, starts)
 
     def _judge_live_pass(self, ends: dict[int, int]) -> None:
         """Keep the live pass as pass 1 when nothing can have rewritten the log behind it;
@@ -255,7 +274,7 @@ class ProbeRun:
             total_seconds=time.monotonic() - self.started, send_errors=sent.errors,
             drain_complete=self.drain_complete, interrupted=self.interrupted.is_set(),
             topic_deleted=self.deleted, notes=self.notes, live_verification=self.live_kept,
-            read_then_lost=self.read_then_lost)
+            read_then_lost=self.read_then_lost, loss_causes=self.loss_causes)
 
 
 def _place_outcomes(timeline: Timeline, verifier: Verifier, partitions: list[int]) -> None:

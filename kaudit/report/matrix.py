@@ -30,7 +30,9 @@ def matrix_document(rows: list[MatrixRow]) -> dict[str, Any]:
             "unavailable_seconds": r.unavailable_seconds,
             "runs": [{"run_id": rep.run_id, "topic": rep.topic,
                       **{name: int(getattr(rep.verification, name)) for name in _COUNTS},
-                      "send_errors": rep.send_errors, "verdict": rep.verdict}
+                      "send_errors": rep.send_errors,
+                      "lost_causes": None if rep.loss_causes is None
+                      else rep.loss_causes.to_dict(), "verdict": rep.verdict}
                      for rep in r.reports],
         } for r in rows],
     }

@@ -63,6 +63,7 @@ def _run(rep: ProbeReport | ConsumeReport) -> dict[str, Any]:
                 "sent", "acked", "failed", "indeterminate", "aborted", "lost", "duplicated",
                 "reordered", "aborted_visible")},
             "read_then_lost": rep.read_then_lost,
+            "lost_causes": None if rep.loss_causes is None else rep.loss_causes.to_dict(),
             "unavailable_seconds": rep.timeline.summary()["unavailable_seconds"],
             "events": [{"at_s": e.at_s, "kind": e.kind, "detail": e.detail,
                         "partition": e.partition} for e in rep.events],

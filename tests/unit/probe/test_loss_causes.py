@@ -1,0 +1,34 @@
+"""Each lost record's cause, from its acknowledged offset and the log start after the run
+(the signals are read on the lab in tests/integration/test_probe.py)."""
+
+from __future__ import annotations
+
+from kaudit.probe.causes import attribute_losses
+
+
+def test_records_below_the_log_start_were_deleted_the_others_are_unknown() -> None:
+    causes = attribute_losses({0: [10, 11, 4999, 5000, 7000], 1: [3]}, {0: 5000, 1: 0})
+    assert (causes.deleted, causes.unknown) == (3, 3)
+    zero, one = causes.partitions
+    assert (zero.deleted, zero.unknown, zero.deleted_offsets) == (3, 2, (10, 4999))
+    assert (one.deleted, one.unknown, one.deleted_offsets) == (0, 1, None)
+    assert causes.sentence() == (
+        "3 deleted below the log start offset before they were read, retention or "
+        "DeleteRecords (partition 0 (log start 5000)); 3 of unknown cause (no signal kaudit "
+        "reads says why)")
+
+
+def test_no_acknowledged_offset_or_no_log_start_is_never_called_deleted() -> None:
+    causes = attribute_losses({0: [None, -1], 1: [5]}, {0: 100, 1: None})
+    assert (causes.deleted, causes.unknown) == (0, 3)
+    assert causes.to_dict()["partitions"][1] == {
+        "partition": 1, "log_start": None, "deleted": 0, "unknown": 1,
+        "deleted_offsets": None}
+
+
+def test_partitions_without_losses_are_left_out() -> None:
+    causes = attribute_losses({0: [], 2: [1]}, {0: 0, 2: 5})
+    assert [p.partition for p in causes.partitions] == [2]
+    assert causes.to_dict() == {"deleted": 1, "unknown": 0, "partitions": [
+        {"partition": 2, "log_start": 5, "deleted": 1, "unknown": 0,
+         "deleted_offsets": [1, 1]}]}
