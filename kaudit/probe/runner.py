@@ -219,18 +219,24 @@ class ProbeRun:
 
     def _loss_causes(self) -> LossCauses:
         """Each lost record's cause (:mod:`kaudit.probe.causes`), from the partitions' log
-        start offsets read now; where they cannot be read, the cause stays unknown."""
-        lost = {p: [self.ledger.offset(p, seq) for seq in self.verifier.lost_sequences(p)]
-                for p in self.partitions}
+        start and end offsets read now and the offsets acknowledged to other records."""
+        lost_seqs = {p: set(self.verifier.lost_sequences(p)) for p in self.partitions}
+        lost = {p: [self.ledger.offset(p, seq) for seq in sorted(seqs)]
+                for p, seqs in lost_seqs.items()}
         wanted = [p for p, offsets in lost.items() if offsets]
+        # Two records acknowledged at one offset: the log was cut below the first and the
+        # offset written again.
+        others = {p: {o for seq, o in enumerate(self.ledger.columns(p)[0])
+                      if o >= 0 and seq not in lost_seqs[p]} for p in wanted}
         try:
             starts: dict[int, int | None] = dict(
                 self.session.list_offsets(self.topic, wanted, "earliest"))
+            ends = self.session.list_offsets(self.topic, wanted, "latest")
         except KauditError as exc:
-            self.notes.append(f"the log start offsets were not read ({exc.message}): every "
-                              "loss's cause is unknown")
-            starts = {}
-        return attribute_losses(lost, starts)
+            self.notes.append(f"the partitions' log start and end offsets were not read "
+                              f"({exc.message}): only a rewritten offset tells a cause")
+            starts, ends = {}, {}
+        return attribute_losses(lost, starts, ends, others)
 
     def _judge_live_pass(self, ends: dict[int, int]) -> None:
         """Keep the live pass as pass 1 when nothing can have rewritten the log behind it;

@@ -203,7 +203,7 @@ def test_records_deleted_behind_the_probes_back_are_lost(lab: Lab, tmp_path: Pat
     assert any(e["kind"] == "fault" and "exec" in e["detail"] for e in doc["events"])
     # Every loss has its cause: below the log start offset the delete left (5000).
     causes = doc["lost_causes"]
-    assert (causes["deleted"], causes["unknown"]) == (doc["lost"], 0), causes
+    assert (causes["deleted"], causes["truncated"], causes["unknown"]) == (doc["lost"], 0, 0)
     assert causes["partitions"][0]["log_start"] == 5000
     assert causes["partitions"][0]["deleted_offsets"][1] < 5000
     lost_line = next(v for v in doc["violations"] if v.startswith("lost:"))
@@ -251,6 +251,7 @@ def test_records_deleted_while_read_live_are_still_lost(lab: Lab) -> None:
     assert doc["acked"] == 20000 and 6000 <= doc["lost"] < 20000
     assert any(v.startswith("lost:") for v in doc["violations"])
     assert (doc["lost_causes"]["deleted"], doc["lost_causes"]["unknown"]) == (doc["lost"], 0)
+    assert doc["lost_causes"]["truncated"] == 0
 
 
 def test_transactions_with_aborts_hide_aborted_messages(lab: Lab) -> None:
@@ -367,9 +368,11 @@ def test_prove_confirms_every_claim_every_run(lab: Lab, restore_brokers: None) -
     # Each schedule's outcome, as it happens on every run (no trials to hope for it):
     assert runs["acks0"]["lost"] > 0
     assert runs["acks1"]["lost"] > 0 and runs["acks1"]["read_then_lost"] == 0
-    # A truncation is not a deletion: with no signal read for it yet, its cause is unknown.
-    assert runs["acks1"]["lost_causes"]["deleted"] == 0
-    assert runs["acks1"]["lost_causes"]["unknown"] == runs["acks1"]["lost"]
+    # The acks=1 loss is a truncation: the log cut below offsets the old leader had
+    # acknowledged, the offsets written again or past the log's end.
+    causes = runs["acks1"]["lost_causes"]
+    assert (causes["truncated"], causes["deleted"], causes["unknown"]) == (
+        runs["acks1"]["lost"], 0, 0), causes
     assert runs["acksall"]["lost"] == 0
     assert runs["isr1-unclean"]["lost"] > 0
     details = [e["detail"] for e in runs["isr1-unclean"]["events"]]

@@ -22,13 +22,33 @@ def test_no_acknowledged_offset_or_no_log_start_is_never_called_deleted() -> Non
     causes = attribute_losses({0: [None, -1], 1: [5]}, {0: 100, 1: None})
     assert (causes.deleted, causes.unknown) == (0, 3)
     assert causes.to_dict()["partitions"][1] == {
-        "partition": 1, "log_start": None, "deleted": 0, "unknown": 1,
-        "deleted_offsets": None}
+        "partition": 1, "log_start": None, "log_end": None, "deleted": 0, "truncated": 0,
+        "unknown": 1, "deleted_offsets": None, "truncated_offsets": None, "rewritten": 0}
 
 
 def test_partitions_without_losses_are_left_out() -> None:
     causes = attribute_losses({0: [], 2: [1]}, {0: 0, 2: 5})
     assert [p.partition for p in causes.partitions] == [2]
-    assert causes.to_dict() == {"deleted": 1, "unknown": 0, "partitions": [
-        {"partition": 2, "log_start": 5, "deleted": 1, "unknown": 0,
-         "deleted_offsets": [1, 1]}]}
+    assert causes.to_dict() == {"deleted": 1, "truncated": 0, "unknown": 0, "partitions": [
+        {"partition": 2, "log_start": 5, "log_end": None, "deleted": 1, "truncated": 0,
+         "unknown": 0, "deleted_offsets": [1, 1], "truncated_offsets": None,
+         "rewritten": 0}]}
+
+
+def test_an_offset_acknowledged_twice_or_past_the_log_end_was_truncated() -> None:
+    # acks=1 and a leader change: 100-104 were acked by the old leader; the new one's log
+    # ended at 100, and 100-102 were acked again to later records; the log ends at 103.
+    causes = attribute_losses({0: [100, 101, 102, 103, 104]}, {0: 0}, {0: 103},
+                              {0: {100, 101, 102, 50}})
+    part = causes.partitions[0]
+    assert (part.truncated, part.rewritten, part.unknown) == (5, 3, 0)
+    assert part.truncated_offsets == (100, 104) and part.log_end == 103
+    assert causes.sentence() == (
+        "5 truncated: the log was cut below offsets it had acknowledged, after a leader "
+        "change (partition 0 (acknowledged offsets 100-104, 3 written again; log end 103))")
+
+
+def test_deleted_comes_before_truncated_and_a_hole_in_the_log_stays_unknown() -> None:
+    causes = attribute_losses({0: [5, 60, 70]}, {0: 10}, {0: 200}, {0: {5}})
+    part = causes.partitions[0]
+    assert (part.deleted, part.truncated, part.unknown) == (1, 0, 2)
