@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,9 +158,12 @@ def _first_answer(answers: list[_Answer], tried: set[int], deadline: Deadline
 
 
 def _not_answered(answers: list[_Answer], deadline: Deadline) -> str:
-    reasons = [a.error or f"broker {a.broker.id} ({a.broker.host}:{a.broker.port}) gave no "
-               f"answer within {deadline.seconds:g}s" for a in answers]
-    return "; ".join(reasons)
+    return "; ".join(a.error or _silent(a.broker, deadline) for a in answers)
+
+
+def _silent(broker: Broker, deadline: Deadline) -> str:
+    return f"broker {broker.id} ({broker.host}:{broker.port}) gave no answer within " \
+        f"{deadline.seconds:g}s"
 
 
 def _ask_features(answer: _Answer, config: dict[str, Any], deadline: Deadline) -> None:
@@ -229,15 +232,13 @@ def _describe_partitions(client: Any, node_id: int, topics: Sequence[str],
 def _why(exc: BaseException, broker: Broker, deadline: Deadline) -> str:
     name = exc.__class__.__name__
     if "Timeout" in name or deadline.expired():
-        return (f"broker {broker.id} ({broker.host}:{broker.port}) gave no answer within "
-                f"{deadline.seconds:g}s")
+        return _silent(broker, deadline)
     text = redact(str(exc)).strip().splitlines()
     return f"broker {broker.id}: {name}" + (f": {text[0][:160]}" if text else "")
 
 
-def _close_when_done(answer: _Answer, close: Callable[[Any], None] = lambda c: c.close()
-                     ) -> None:
+def _close_when_done(answer: _Answer) -> None:
     answer.done.wait()
     if answer.client is not None:
         with contextlib.suppress(Exception):  # a frozen broker's client: nothing to report
-            close(answer.client)
+            answer.client.close()
