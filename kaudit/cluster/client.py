@@ -7,9 +7,8 @@ Spark's Kafka source gets the same settings as Java client options
 few of its types other modules need (``KafkaException``, ``TopicPartition``...) are
 handed out by this module, imported on first use so that ``--help`` stays fast.
 
-Every error librdkafka reports while we talk to the cluster is collected, so
-that when a call times out we can say *why* (refused, authentication, TLS)
-in one line instead of a bare timeout.
+Every error librdkafka reports is collected, so that a call that times out says *why*
+(refused, authentication, TLS) in one line instead of a bare timeout.
 """
 
 from __future__ import annotations
@@ -83,17 +82,13 @@ class ErrorCollector:
 
         with self._lock:
             errors = list(self.errors)
-        if not errors:
-            return None
         auth = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
-        for err in errors:
-            if err.code() in auth:
-                return f"authentication failed: {err.str()}"
-        for err in errors:
-            if err.code() == KafkaError._SSL:
-                return f"TLS handshake failed: {err.str()}"
+        for prefix, codes in (("authentication failed", auth),
+                              ("TLS handshake failed", {KafkaError._SSL})):
+            if err := next((e for e in errors if e.code() in codes), None):
+                return f"{prefix}: {err.str()}"
         transport = [e for e in errors if e.code() == KafkaError._TRANSPORT]
-        return str((transport or errors)[-1].str())
+        return str((transport or errors)[-1].str()) if errors else None
 
 
 def is_fatal(err: Any) -> bool:
@@ -127,6 +122,16 @@ def client_config(
     # brokers' defaults (RF 1, say) on a cluster with auto.create.topics.enable=true.
     conf["allow.auto.create.topics"] = False
     return conf
+
+
+def admin_config(settings: ConnectionSettings, collector: ErrorCollector) -> dict[str, Any]:
+    """:func:`client_config` for kaudit's own admin reads: a broker back from a fault is
+    tried again within a second, not after librdkafka's up to 10 s (a user's backoff wins;
+    the producers and consumers a probe measures keep librdkafka's)."""
+    config = client_config(settings, collector)
+    if not {"reconnect.backoff.ms", "reconnect.backoff.max.ms"} & config.keys():
+        config["reconnect.backoff.max.ms"] = 1000
+    return config
 
 
 def new_admin(config: dict[str, Any]) -> Any:
@@ -197,7 +202,7 @@ class AdminSession:
         """The monotonic moment until which a missing leader or coordinator is a fault's
         doing, not an unreachable cluster (set by a run that injects faults)."""
         try:
-            self.admin = AdminClient(client_config(settings, self.collector))
+            self.admin = AdminClient(admin_config(settings, self.collector))
         except (KafkaException, ValueError, TypeError) as exc:
             raise InputError(f"invalid client configuration: {kafka_message(exc)}") from None
 
@@ -214,14 +219,14 @@ class AdminSession:
 
     def gives_up(self, deadline: Deadline) -> bool:
         """Whether a wait bounded by ``deadline`` is over. A fault the run injected that is
-        still in force, or healed only just, explains the wait: the deadline then moves to
-        the end of that excuse (so every wait stays bounded by the fault's own length plus
-        the timeout)."""
+        still in force, or healed only just, explains the wait: the deadline moves to the
+        excuse's end plus one timeout, for a whole timeout of tries once the cluster is
+        whole (each wait is bounded by the fault, its settling time and the timeout)."""
         if not deadline.expired():
             return False
         excused = self.excused_until()
         if excused > time.monotonic():
-            deadline.at = excused
+            deadline.at = excused + self.settings.timeout
             return False
         return True
 

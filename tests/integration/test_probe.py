@@ -146,7 +146,8 @@ def test_bounce_leader_chases_the_leader_n_times(lab: Lab, restore_brokers: None
     doc = lab_fault_run(lab, "bounce-leader:2", "--fault-duration", "4",
                         "--expect", "at-least-once", count=12000, fault_at="50%")
     faults = [e["detail"] for e in events_of(doc, "fault")]
-    assert [f.split(":")[0] for f in faults] == ["bounce 1/2", "bounce 2/2"], faults
+    assert [f.split(":")[0] for f in faults] == ["bounce 1/2", "bounce 2/2"], \
+        (faults, doc["notes"], doc["events"])
     killed = [f.split()[-1] for f in faults]
     heals = [e["detail"] for e in events_of(doc, "heal")]
     assert heals == [f"broker {b} restarted" for b in killed]

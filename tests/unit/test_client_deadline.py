@@ -103,3 +103,33 @@ def test_an_unreachable_cluster_is_given_up_within_the_timeout(
     if timeout > 3:
         assert [name for name, _ in admin.asked].count("describe_cluster") >= 2
     assert all(asked <= 3.0 for _, asked in admin.asked)
+
+
+def test_a_fault_excuse_holds_the_wait_then_leaves_a_whole_timeout_after_it(
+        silent: tuple[FakeClock, SilentAdmin]) -> None:
+    clock, admin = silent
+    session = session_on(admin, 5)
+    healed_settled = 40.0  # the injected fault's excuse ends here
+    session.excuse(lambda: healed_settled)
+    deadline = client_module.Deadline(5)
+    clock.now = 6.0  # past the read's own bound, the fault still in force: keep waiting
+    assert not session.gives_up(deadline)
+    # Once the excuse is over, the read still has a whole timeout to find the broker back.
+    clock.now = 44.9
+    assert not session.gives_up(deadline)
+    clock.now = 45.0
+    assert session.gives_up(deadline)
+
+
+def test_kaudits_own_reads_try_a_lost_broker_again_within_a_second() -> None:
+    collector = client_module.ErrorCollector()
+    settings = ConnectionSettings("127.0.0.1:1")
+    assert client_module.admin_config(settings, collector)["reconnect.backoff.max.ms"] == 1000
+    assert "reconnect.backoff.max.ms" not in client_module.client_config(settings, collector)
+    # A user's backoff, initial or maximum, is left as they set it (librdkafka refuses a
+    # maximum below the initial one).
+    for key in ("reconnect.backoff.ms", "reconnect.backoff.max.ms"):
+        mine = ConnectionSettings("127.0.0.1:1", properties={key: "2000"})
+        config = client_module.admin_config(mine, collector)
+        assert config[key] == "2000" and len([k for k in config if "backoff" in k]) == 1
+        assert AdminSession(mine).admin is not None  # librdkafka takes it
