@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from kaudit import __version__
-from kaudit.cli import check, cluster, demo, lab, probe, reconcile, snapshot
+from kaudit.cli import canary, check, cluster, demo, lab, probe, reconcile, snapshot
 from kaudit.cli.clicompat import BadParameter, ClickException, Command, FloatParamType, Group
 from kaudit.connect.redact import redact
 from kaudit.errors import ExitCode, KauditError
@@ -28,6 +28,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(lab.app, name="lab")
+app.command("canary")(canary.canary)
 app.command("check")(check.check)
 app.command("cluster")(cluster.cluster)
 app.command("demo")(demo.demo)

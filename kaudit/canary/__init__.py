@@ -1,0 +1,1 @@
+"""`kaudit canary`: the probe that never stops (books, service loop, metrics)."""

@@ -1,0 +1,197 @@
+"""The canary's books: every record's fate per partition, in memory bounded by a window.
+
+A record is kept from its send until its fate is final, then forgotten:
+
+- acknowledged and read: delivered (``late`` too when read more than ``late_after_s``
+  after it was sent; late is never lost);
+- acknowledged, and the reader moved past its offset without it: ``lost``, with a cause
+  (``deleted``: below the log start offset; ``truncated``: its offset now holds another
+  record, or was acknowledged to another since; else ``unknown``, said as such);
+- failed or indeterminate and not read within ``window_s`` of its answer: absent
+  (``indeterminate_absent``; a failed one was expected to be absent);
+- read while failed or indeterminate: ``failed_present`` / ``indeterminate_present``.
+
+A forgotten record's sequence and fate are remembered for ``window_s`` more: a read of it
+then is ``duplicated`` (it had been read) or ``reappeared`` (it had been declared lost or
+absent: the verdict stands, the sighting is reported). A read of a sequence forgotten longer
+ago is ``beyond_window``: a duplicate or a reappearance, the books cannot tell which.
+
+Nothing here reads a clock or Kafka: the caller passes ``now`` (monotonic seconds) and
+what it saw, so every rule is tested exactly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+COUNTS = ("sent", "acked", "failed", "indeterminate", "read", "lost", "duplicated",
+          "reordered", "late", "failed_present", "indeterminate_present",
+          "indeterminate_absent", "reappeared", "beyond_window")
+"""Every per-partition count, in the order the reports show them."""
+
+CAUSES = ("deleted", "truncated", "unknown")
+
+
+@dataclass(slots=True)
+class Record:
+    """One record still in the books."""
+
+    sent_at: float
+    outcome: str = "pending"  # acked, failed, indeterminate
+    offset: int | None = None
+    answered_at: float | None = None
+    read: bool = False
+
+
+@dataclass
+class PartitionBook:
+    """One partition's records, from send to final fate."""
+
+    partition: int
+    window_s: float
+    late_after_s: float
+    counts: Counter[str] = field(default_factory=Counter)
+    lost_by_cause: Counter[str] = field(default_factory=Counter)
+    open: dict[int, Record] = field(default_factory=dict)
+    """Records whose fate is not final yet, by sequence."""
+    owners: dict[int, int] = field(default_factory=dict)
+    """Acknowledged offset -> sequence, for the open acknowledged records."""
+    recent: deque[tuple[float, int]] = field(default_factory=deque)
+    """(forgotten at, sequence) of records forgotten within the window, oldest first."""
+    fates: dict[int, str] = field(default_factory=dict)
+    """Sequence -> ``read`` or ``gone`` for the records in ``recent``."""
+    max_read: int = -1
+    overwritten: dict[int, int] = field(default_factory=dict)
+    """Sequence of an open record -> the sequence that took its offset since."""
+
+    # --- the producer's side ---------------------------------------------------------
+
+    def sent(self, seq: int, now: float) -> None:
+        self.counts["sent"] += 1
+        self.open[seq] = Record(sent_at=now)
+
+    def acked(self, seq: int, offset: int, now: float) -> None:
+        record = self.open.get(seq)
+        if record is None:
+            return
+        self.counts["acked"] += 1
+        record.outcome, record.offset, record.answered_at = "acked", offset, now
+        earlier = self.owners.get(offset)
+        if earlier is not None and earlier != seq:
+            # The same offset acknowledged twice: the log was cut back below it in between.
+            self.overwritten[earlier] = seq
+        self.owners[offset] = seq
+        if record.read:
+            self._forget(seq, now)
+
+    def not_acked(self, seq: int, now: float, indeterminate: bool) -> None:
+        """A send that failed surely (``indeterminate`` False) or may have been written."""
+        record = self.open.get(seq)
+        if record is None:
+            return
+        record.outcome = "indeterminate" if indeterminate else "failed"
+        record.answered_at = now
+        self.counts[record.outcome] += 1
+        if record.read:
+            self.counts[f"{record.outcome}_present"] += 1
+            self._forget(seq, now)
+
+    # --- the reader's side -----------------------------------------------------------
+
+    def read(self, seq: int, offset: int, now: float) -> list[dict[str, Any]]:
+        """The reader saw ``seq`` at ``offset``; returns the anomalies it reveals."""
+        events: list[dict[str, Any]] = []
+        owner = self.owners.get(offset)
+        if owner is not None and owner != seq:
+            # This offset was acknowledged to another record: that one was cut off.
+            self.overwritten.setdefault(owner, seq)
+        record = self.open.get(seq)
+        if record is None or record.read:
+            fate = "read" if record is not None else self.fates.get(seq)
+            kind = {"read": "duplicated", "gone": "reappeared"}.get(fate or "", "beyond_window")
+            self.counts[kind] += 1
+            events.append(self._event(kind, seq, offset, now))
+            return events
+        self.counts["read"] += 1
+        record.read = True
+        if seq < self.max_read:
+            self.counts["reordered"] += 1
+            events.append(self._event("reordered", seq, offset, now, after=self.max_read))
+        self.max_read = max(self.max_read, seq)
+        if now - record.sent_at > self.late_after_s:
+            self.counts["late"] += 1
+            events.append(self._event("late", seq, offset, now,
+                                      seconds=round(now - record.sent_at, 3)))
+        if record.outcome in ("failed", "indeterminate"):
+            self.counts[f"{record.outcome}_present"] += 1
+            events.append(self._event(f"{record.outcome}_present", seq, offset, now))
+        if record.outcome != "pending":
+            self._forget(seq, now)
+        return events
+
+    def passed(self, position: int, log_start: int, now: float) -> list[dict[str, Any]]:
+        """The reader's next offset is ``position`` and the log starts at ``log_start``:
+        every acknowledged record below ``position`` not read is lost."""
+        events: list[dict[str, Any]] = []
+        behind = sorted((r.offset, seq) for seq, r in self.open.items()
+                        if r.outcome == "acked" and not r.read and r.offset is not None
+                        and r.offset < position)
+        for offset, seq in behind:
+            cause, evidence = self._cause(seq, offset, log_start)
+            self.counts["lost"] += 1
+            self.lost_by_cause[cause] += 1
+            events.append(self._event("lost", seq, offset, now, cause=cause,
+                                      evidence=evidence))
+            self._forget(seq, now, "gone")
+        return events
+
+    def expire(self, now: float) -> list[dict[str, Any]]:
+        """Settle failed and indeterminate records not read within the window of their
+        answer, and forget sequences past their window."""
+        events: list[dict[str, Any]] = []
+        for seq, record in list(self.open.items()):
+            if record.outcome in ("failed", "indeterminate") and record.answered_at is not None \
+                    and now - record.answered_at > self.window_s:
+                if record.outcome == "indeterminate":
+                    self.counts["indeterminate_absent"] += 1
+                    events.append(self._event("indeterminate_absent", seq, -1, now))
+                self._forget(seq, now, "gone")
+        while self.recent and now - self.recent[0][0] > self.window_s:
+            _, seq = self.recent.popleft()
+            self.fates.pop(seq, None)
+        return events
+
+    def unsettled(self) -> dict[str, int]:
+        """What is still open at the end: acknowledged records not read yet, and sends
+        with no answer."""
+        acked = sum(1 for r in self.open.values() if r.outcome == "acked")
+        pending = sum(1 for r in self.open.values() if r.outcome == "pending")
+        return {"acked_unread": acked, "unanswered": pending}
+
+    # --- inside ----------------------------------------------------------------------
+
+    def _cause(self, seq: int, offset: int, log_start: int) -> tuple[str, str]:
+        if offset < log_start:
+            return "deleted", f"offset {offset} is below the log start offset {log_start}"
+        other = self.overwritten.get(seq)
+        if other is not None:
+            return "truncated", (f"offset {offset} was acknowledged to it, then holds or "
+                                 f"was acknowledged to sequence {other}: the log was cut "
+                                 "back after a leader change")
+        return "unknown", "no signal tells why: the reader passed its offset without it"
+
+    def _forget(self, seq: int, now: float, fate: str = "read") -> None:
+        record = self.open.pop(seq, None)
+        if record is not None and record.offset is not None \
+                and self.owners.get(record.offset) == seq:
+            del self.owners[record.offset]
+        self.overwritten.pop(seq, None)
+        self.recent.append((now, seq))
+        self.fates[seq] = fate
+
+    def _event(self, kind: str, seq: int, offset: int, now: float, **extra: Any
+               ) -> dict[str, Any]:
+        return {"kind": kind, "partition": self.partition, "seq": seq, "offset": offset,
+                "at": now, **extra}

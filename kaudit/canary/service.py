@@ -1,0 +1,391 @@
+"""The canary's loop: send sequenced records at a steady rate, read them back, keep the books.
+
+One thread does the sending and the reading (librdkafka does the I/O in its own threads):
+each turn sends what the rate allows, serves delivery reports, reads a batch, and about once
+a second settles the books (losses, absences), looks at the topic (new partitions, leaders,
+ISR) and the log start offsets that tell a deletion from a truncation. Faults, when asked
+for, come from the probe's one fault model and are injected beside the loop.
+
+The loop never ends on its own for a cluster that stops answering: availability goes to 0,
+nothing is declared lost for lack of an answer, and it goes on when the cluster is back.
+It ends on SIGTERM / Ctrl-C or after ``duration``; then it waits for the last answers and
+reads until every acknowledged record is read or declared, within ``drain_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from kaudit.canary.book import COUNTS, PartitionBook
+from kaudit.cluster import client
+from kaudit.cluster.client import AdminSession, ErrorCollector, new_consumer, new_producer
+from kaudit.cluster.topics import (
+    TopicSpec,
+    create_probe_topic,
+    partition_roles,
+    topic_partitions,
+)
+from kaudit.connect.settings import ConnectionSettings
+from kaudit.probe.faults.injector import FaultInjector, Targets
+from kaudit.probe.faults.lab import lab_for
+from kaudit.probe.faults.registry import fault_at_reached
+from kaudit.probe.ledger import SendOutcome, classify_error
+from kaudit.probe.model import ProbeSettings
+from kaudit.probe.monitor import EventLog
+from kaudit.probe.payload import decode, encoder
+from kaudit.waiting import Deadline
+
+DEFAULT_TOPIC = "kaudit-canary"
+HOUSEKEEPING_S = 1.0
+TOPIC_LOOK_S = 10.0
+
+
+@dataclass(frozen=True)
+class CanarySettings:
+    """What ``kaudit canary`` was asked for."""
+
+    producer: ProbeSettings
+    """acks, idempotence, message size, rate, faults: the probe's own settings."""
+    topic: str = DEFAULT_TOPIC
+    duration: float | None = None
+    window_s: float = 300.0
+    late_after_s: float = 10.0
+    drain_s: float = 30.0
+    events: Path | None = None
+
+
+@dataclass
+class Health:
+    """Gauges the metrics show: is the canary getting through, and where do partitions stand."""
+
+    last_ack: float = 0.0
+    last_read: float = 0.0
+    last_read_wall: float = 0.0
+    leaders: dict[int, int] = field(default_factory=dict)
+    isr_sizes: dict[int, int] = field(default_factory=dict)
+
+
+class Canary:
+    """One canary run: its books, its clients, its events."""
+
+    def __init__(self, conn: ConnectionSettings, settings: CanarySettings,
+                 session: AdminSession, stop: threading.Event,
+                 say: Callable[[str], None]) -> None:
+        self.conn, self.settings, self.session, self.stop = conn, settings, session, stop
+        self.say = say
+        self.run_id = uuid.uuid4().bytes
+        self.started = time.monotonic()
+        self.started_wall = time.time()
+        self.lock = threading.Lock()
+        """Held while the books change: the metrics endpoint reads them from its thread."""
+        self.books: dict[int, PartitionBook] = {}
+        self.health = Health()
+        self.events: list[dict[str, Any]] = []
+        self.anomaly_counts: dict[str, int] = {}
+        self.log = EventLog(self.started)
+        self.notes: list[str] = []
+        self.created = False
+        self.positions: dict[int, int] = {}
+        self.log_starts: dict[int, int] = {}
+        self.next_seq: dict[int, int] = {}
+        self.ack_latency: Callable[[float], None] = lambda _: None
+        self.e2e_latency: Callable[[float], None] = lambda _: None
+        self._events_file: IO[str] | None = None
+
+    # --- setup -----------------------------------------------------------------------
+
+    def prepare_topic(self) -> list[int]:
+        """The canary topic's partitions, creating it when it does not exist: one
+        partition per broker, RF min(3, brokers), min.insync.replicas min(2, RF)."""
+        found = topic_partitions(self.session, self.settings.topic)
+        if found is not None:
+            return found
+        _, _, brokers = self.session.describe_identity()
+        rf = min(3, len(brokers))
+        create_probe_topic(self.session, TopicSpec(self.settings.topic, len(brokers), rf,
+                                                   min(2, rf), False))
+        self.created = True
+        self.say(f"created {self.settings.topic}: {len(brokers)} partition(s), "
+                 f"replication factor {rf}, min.insync.replicas {min(2, rf)}")
+        return list(range(len(brokers)))
+
+    def _add_partitions(self, partitions: list[int], consumer: Any, at: str) -> None:
+        new = [p for p in partitions if p not in self.books]
+        if not new:
+            return
+        offsets = self.session.list_offsets(self.settings.topic, new, "latest") \
+            if at == "latest" else dict.fromkeys(new, 0)
+        s = self.settings
+        with self.lock:
+            for p in new:
+                self.books[p] = PartitionBook(p, s.window_s, s.late_after_s)
+                self.positions[p] = offsets[p]
+                self.next_seq[p] = 0
+        consumer.incremental_assign([client.TopicPartition(s.topic, p, offsets[p])
+                                     for p in new])
+        if at != "latest":
+            self.add_event({"kind": "partitions-added", "partitions": new})
+
+    # --- the loop --------------------------------------------------------------------
+
+    def run(self) -> None:
+        s, p = self.settings, self.settings.producer
+        partitions = self.prepare_topic()
+        collector = ErrorCollector()
+        conf = p.producer_config() | {"on_delivery": self._on_delivery}
+        producer = new_producer(self.conn, collector, **conf)
+        consumer = new_consumer(self.conn, None, **{
+            "group.id": f"kaudit-canary-{self.run_id.hex()}", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50})
+        if s.events is not None:
+            self._events_file = s.events.open("a", encoding="utf-8")
+        injector = self._injector() if p.faults else None
+        try:
+            self._add_partitions(partitions, consumer, "latest")
+            self._loop(producer, consumer)
+            self._drain(producer, consumer)
+        finally:
+            if injector is not None:
+                injector.cancel()
+                injector.join(p.fault_duration + 150)
+                injector.heal()
+                self.notes.extend(injector.errors)
+            consumer.close()
+            if self._events_file is not None:
+                self._events_file.close()
+
+    def _loop(self, producer: Any, consumer: Any) -> None:
+        s = self.settings
+        rate = s.producer.rate or 100.0
+        encode = encoder(self.run_id, s.producer.message_size)
+        interval, next_send = 1.0 / rate, time.monotonic()
+        next_house, next_look = 0.0, time.monotonic() + TOPIC_LOOK_S
+        end = self.started + s.duration if s.duration else float("inf")
+        sent = 0
+        while not self.stop.is_set() and time.monotonic() < end:
+            now = time.monotonic()
+            while next_send <= now:
+                order = sorted(self.books)
+                part = order[sent % len(order)]
+                self._send(producer, encode, part, sent)
+                sent += 1
+                next_send += interval
+            producer.poll(0)
+            self._read(consumer, timeout=min(0.05, max(0.0, next_send - time.monotonic())))
+            if now >= next_house:
+                next_house = now + HOUSEKEEPING_S
+                self._settle(now)
+            if now >= next_look:
+                next_look = now + TOPIC_LOOK_S
+                self._look_at_topic(consumer)
+
+    def _send(self, producer: Any, encode: Callable[[int, int, int], bytes], part: int,
+              global_seq: int) -> None:
+        seq = self.next_seq[part]
+        self.next_seq[part] = seq + 1
+        now = time.monotonic()
+        with self.lock:
+            self.books[part].sent(seq, now)
+        value = encode(seq, global_seq, time.time_ns())
+        try:
+            producer.produce(self.settings.topic, value, None, part)
+        except BufferError:
+            self._answered(part, seq, "_QUEUE_FULL", None)
+        except client.KafkaException as exc:
+            self._answered(part, seq, exc.args[0].name() if exc.args else "_UNKNOWN", None)
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        record = decode(msg.value())  # the record says its own sequence
+        if record is not None:
+            self._answered(msg.partition(), record.partition_seq,
+                           err.name() if err is not None else None,
+                           msg.offset() if err is None else None)
+
+    def _answered(self, part: int, seq: int, error: str | None, offset: int | None) -> None:
+        now = time.monotonic()
+        with self.lock:
+            book = self.books[part]
+            sent = book.open.get(seq)
+            if error is None and offset is not None and offset >= 0:
+                book.acked(seq, offset, now)
+                self.health.last_ack = now
+                if sent is not None:
+                    self.ack_latency(now - sent.sent_at)
+            else:
+                indeterminate = classify_error(error or "_UNKNOWN") \
+                    is SendOutcome.indeterminate
+                book.not_acked(seq, now, indeterminate)
+
+    def _read(self, consumer: Any, timeout: float) -> None:
+        messages = consumer.consume(num_messages=2000, timeout=timeout)
+        if not messages:
+            return
+        now = time.monotonic()
+        found: list[dict[str, Any]] = []
+        with self.lock:
+            for msg in messages:
+                if msg.error() is not None:
+                    continue
+                part, offset = msg.partition(), msg.offset()
+                self.positions[part] = max(self.positions.get(part, 0), offset + 1)
+                record = decode(msg.value())
+                if record is None or record.run_id != self.run_id or part not in self.books:
+                    continue  # foreign: another run's, or not a canary record
+                found += self.books[part].read(record.partition_seq, offset, now)
+                self.health.last_read, self.health.last_read_wall = now, time.time()
+                self.e2e_latency(max(0.0, time.time() - record.sent_ns / 1e9))
+        for event in found:
+            self.add_event(event)
+
+    def _settle(self, now: float) -> None:
+        """Declare what the reader has passed, settle what the window has, note the gauges."""
+        try:
+            starts = self.session.list_offsets(self.settings.topic, sorted(self.books),
+                                               "earliest")
+        except Exception:  # the cluster out of reach: settle nothing by guesswork
+            return
+        found: list[dict[str, Any]] = []
+        with self.lock:
+            for part, book in self.books.items():
+                self.log_starts[part] = starts.get(part, 0)
+                found += book.passed(self.positions[part], self.log_starts[part], now)
+                found += book.expire(now)
+        for event in found:
+            self.add_event(event)
+
+    def _look_at_topic(self, consumer: Any) -> None:
+        """Follow a partition-count increase; note each partition's leader and ISR size."""
+        try:
+            md = self.session.admin.list_topics(topic=self.settings.topic,
+                                                timeout=self.conn.timeout)
+        except client.KafkaException:
+            return
+        topic = md.topics.get(self.settings.topic)
+        if topic is None or topic.error is not None:
+            return
+        self.health.leaders = {p: m.leader for p, m in topic.partitions.items()}
+        self.health.isr_sizes = {p: len(m.isrs) for p, m in topic.partitions.items()}
+        grown = [p for p in topic.partitions if p not in self.books]
+        if grown:
+            # A partition added while the canary runs is read from its start.
+            self._add_partitions(sorted(grown), consumer, "earliest")
+
+    def _drain(self, producer: Any, consumer: Any) -> None:
+        """Wait for the last answers, then read until every acknowledged record is read or
+        declared, within ``drain_s``."""
+        deadline = Deadline(self.settings.drain_s)
+        while len(producer) and not deadline.expired():
+            producer.poll(0.1)
+            self._read(consumer, 0)
+        while not deadline.expired():
+            self._read(consumer, 0.2)
+            self._settle(time.monotonic())
+            if not any(b.unsettled()["acked_unread"] for b in self.books.values()):
+                break
+        producer.flush(0)
+
+    # --- faults and events -------------------------------------------------------------
+
+    def _injector(self) -> FaultInjector:
+        p, duration = self.settings.producer, self.settings.duration
+
+        def trigger() -> bool:
+            elapsed = time.monotonic() - self.started
+            return fault_at_reached(p.fault_at, elapsed / duration if duration else 0.0,
+                                    elapsed)
+
+        injector = FaultInjector(
+            list(p.faults), trigger,
+            p.fault_duration, self.log, lab_for(p.faults, p.lab_state_dir),
+            Targets(lambda: partition_roles(self.session, self.settings.topic)),
+            settle_s=self.conn.timeout)
+        self.session.excuse(injector.excused_until)
+        injector.start()
+        return injector
+
+    def add_event(self, event: dict[str, Any]) -> None:
+        """Keep an anomaly the books found (the first 1,000 for the summary) and append it
+        to ``--events`` at once, with the wall-clock time."""
+        kind = event["kind"]
+        event = {"time": round(time.time(), 3), "topic": self.settings.topic, **event}
+        event.pop("at", None)
+        self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
+        if len(self.events) < 1000:
+            self.events.append(event)
+        if self._events_file is not None:
+            self._events_file.write(json.dumps(event, sort_keys=True) + "\n")
+            self._events_file.flush()
+
+
+@dataclass(frozen=True)
+class CanaryResult:
+    """What a canary run saw, for the summary report."""
+
+    topic: str
+    run_id: str
+    settings: dict[str, Any]
+    seconds: float
+    partitions: list[dict[str, Any]]
+    anomalies: dict[str, int]
+    events: list[dict[str, Any]]
+    faults: list[dict[str, Any]]
+    notes: list[str]
+    expect: str | None
+
+    def total(self, count: str) -> int:
+        return sum(int(p[count]) for p in self.partitions)
+
+    def lost_causes(self) -> dict[str, int]:
+        causes: dict[str, int] = {}
+        for p in self.partitions:
+            for cause, n in p["lost_causes"].items():
+                causes[cause] = causes.get(cause, 0) + n
+        return causes
+
+    def violations(self) -> list[str]:
+        """One line per reason the verdict is not ``pass`` (as ``probe``: loss always,
+        duplicates under exactly-once and at-most-once, reordering under exactly-once)."""
+        out = []
+        if lost := self.total("lost"):
+            causes = ", ".join(f"{n} {c}" for c, n in sorted(self.lost_causes().items()))
+            out.append(f"lost: {lost} acknowledged record(s) ({causes})")
+        repeated = self.total("duplicated") + self.total("beyond_window")
+        if repeated and self.expect in ("exactly-once", "at-most-once"):
+            out.append(f"duplicated: {repeated} record(s) read more than once")
+        if self.total("reordered") and self.expect == "exactly-once":
+            out.append(f"reordered: {self.total('reordered')} record(s) read out of order")
+        if unread := self.total("acked_unread"):
+            out.append(f"unverified: {unread} acknowledged record(s) not read back before "
+                       "the end (not counted lost)")
+        return out
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.violations() else "pass"
+
+
+def result_of(canary: Canary) -> CanaryResult:
+    """The canary's books as they stand, for the summary report."""
+    with canary.lock:
+        partitions = [{"partition": part, **{c: book.counts[c] for c in COUNTS},
+                       "lost_causes": {c: n for c, n in book.lost_by_cause.items() if n},
+                       **book.unsettled()}
+                      for part, book in sorted(canary.books.items())]
+    p = canary.settings.producer
+    return CanaryResult(
+        topic=canary.settings.topic, run_id=canary.run_id.hex(),
+        settings={"acks": p.acks, "idempotence": p.idempotence, "rate": p.rate,
+                  "message_size": p.message_size, "window_s": canary.settings.window_s,
+                  "late_after_s": canary.settings.late_after_s,
+                  "faults": [f.label() for f in p.faults], "topic_created": canary.created},
+        seconds=round(time.monotonic() - canary.started, 3), partitions=partitions,
+        anomalies=dict(canary.anomaly_counts), events=list(canary.events),
+        faults=[asdict(e) for e in canary.log.events() if e.kind in ("fault", "heal", "note")],
+        notes=list(canary.notes), expect=p.expect)

@@ -1,0 +1,131 @@
+"""The canary's books: each fate by its rule, on a clock the test moves itself."""
+
+from __future__ import annotations
+
+from kaudit.canary.book import PartitionBook
+
+
+def book() -> PartitionBook:
+    return PartitionBook(partition=0, window_s=60, late_after_s=5)
+
+
+def delivered(b: PartitionBook, seq: int, offset: int, t: float) -> None:
+    b.sent(seq, t)
+    b.acked(seq, offset, t + 0.01)
+    assert b.read(seq, offset, t + 0.02) == []
+
+
+def test_a_delivered_record_is_forgotten_and_its_duplicate_caught_within_the_window() -> None:
+    b = book()
+    delivered(b, 0, 100, 0.0)
+    assert not b.open and not b.owners  # final: no memory kept but its sequence
+    [event] = b.read(0, 101, 30.0)
+    assert event["kind"] == "duplicated" and event["offset"] == 101
+    b.expire(61.0)  # past the window: the sequence is forgotten too
+    assert not b.fates and not b.recent
+    [event] = b.read(0, 102, 62.0)
+    assert event["kind"] == "beyond_window"
+    assert b.counts["duplicated"] == 1 and b.counts["beyond_window"] == 1
+
+
+def test_a_record_read_before_its_ack_is_delivered_once_acked() -> None:
+    b = book()
+    b.sent(0, 0.0)
+    assert b.read(0, 7, 0.1) == []
+    assert 0 in b.open  # not final: the answer is still to come
+    b.acked(0, 7, 0.2)
+    assert not b.open and b.counts["read"] == 1 and b.counts["lost"] == 0
+
+
+def test_late_is_counted_and_never_lost() -> None:
+    b = book()
+    b.sent(0, 0.0)
+    b.acked(0, 5, 0.1)
+    assert b.passed(5, 0, 10.0) == []  # the reader is not past offset 5 yet
+    [event] = b.read(0, 5, 12.0)
+    assert event["kind"] == "late" and event["seconds"] == 12.0
+    assert b.counts["late"] == 1 and b.counts["lost"] == 0
+
+
+def test_passing_an_acknowledged_offset_unread_is_a_loss_with_its_cause() -> None:
+    b = book()
+    for seq, offset in ((0, 10), (1, 11), (2, 12)):
+        b.sent(seq, 0.0)
+        b.acked(seq, offset, 0.1)
+    b.read(2, 12, 0.2)
+    events = b.passed(13, 11, 0.3)  # retention moved the log start to 11
+    assert [(e["seq"], e["cause"]) for e in events] == [(0, "deleted"), (1, "unknown")]
+    assert "below the log start offset 11" in events[0]["evidence"]
+    assert b.counts["lost"] == 2 and dict(b.lost_by_cause) == {"deleted": 1, "unknown": 1}
+    assert not b.open
+
+
+def test_an_offset_acknowledged_again_or_read_holding_another_record_is_a_truncation() -> None:
+    b = book()
+    b.sent(0, 0.0)
+    b.acked(0, 20, 0.1)  # acks=1: the leader acknowledged 20, then died before replicating
+    b.sent(1, 0.2)
+    b.acked(1, 20, 0.3)  # the new leader's log reused offset 20
+    b.sent(2, 0.4)
+    b.acked(2, 21, 0.5)
+    b.sent(3, 0.6)
+    b.acked(3, 22, 0.7)  # acknowledged at 22 ...
+    b.read(1, 20, 1.0)
+    b.read(4, 22, 1.1)   # ... but 22 holds sequence 4 when read: 3 was cut off too
+    events = b.passed(23, 0, 1.2)
+    assert [(e["seq"], e["cause"]) for e in events] == [(0, "truncated"), (2, "unknown"),
+                                                         (3, "truncated")]
+    assert "sequence 1" in events[0]["evidence"] and "sequence 4" in events[2]["evidence"]
+
+
+def test_indeterminate_and_failed_records_settle_present_or_absent() -> None:
+    b = book()
+    b.sent(0, 0.0)
+    b.not_acked(0, 1.0, indeterminate=True)
+    b.sent(1, 0.0)
+    b.not_acked(1, 1.0, indeterminate=True)
+    b.sent(2, 0.0)
+    b.not_acked(2, 1.0, indeterminate=False)
+    [present] = b.read(0, 3, 2.0)
+    assert present["kind"] == "indeterminate_present"
+    assert b.expire(30.0) == [] and 1 in b.open  # within the window: still may show up
+    [absent] = b.expire(62.0)
+    assert absent["kind"] == "indeterminate_absent" and absent["seq"] == 1
+    assert not b.open and b.counts["failed"] == 1 and b.counts["failed_present"] == 0
+    # An indeterminate record that shows up after it was called absent is reported.
+    [again] = b.read(1, 9, 63.0)
+    assert again["kind"] == "reappeared"
+
+
+def test_reordered_reads_are_counted() -> None:
+    b = book()
+    for seq in (0, 1, 2):
+        b.sent(seq, 0.0)
+        b.acked(seq, 10 + seq, 0.1)
+    b.read(1, 11, 0.2)
+    [event] = b.read(0, 10, 0.3)
+    assert event["kind"] == "reordered" and event["after"] == 1
+    assert b.counts["reordered"] == 1 and b.counts["duplicated"] == 0
+
+
+def test_memory_is_bounded_by_what_is_in_flight_plus_the_window() -> None:
+    b = PartitionBook(partition=0, window_s=10, late_after_s=5)
+    for second in range(1000):  # 100 records a second for 1,000 s
+        for i in range(100):
+            seq = second * 100 + i
+            b.sent(seq, second)
+            b.acked(seq, seq, second)
+            b.read(seq, seq, second + 0.5)
+        b.passed(second * 100 + 100, 0, second + 0.5)
+        b.expire(second + 0.5)
+    assert not b.open and not b.owners
+    assert len(b.recent) == len(b.fates) <= 11 * 100
+    assert b.counts["read"] == 100_000 and b.counts["lost"] == 0
+
+
+def test_unsettled_says_what_is_still_open_at_the_end() -> None:
+    b = book()
+    b.sent(0, 0.0)
+    b.acked(0, 1, 0.1)
+    b.sent(1, 0.2)
+    assert b.unsettled() == {"acked_unread": 1, "unanswered": 1}

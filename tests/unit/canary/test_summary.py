@@ -1,0 +1,77 @@
+"""The canary's summary and metrics, from books filled by hand (no cluster)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, cast
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from kaudit.canary.book import PartitionBook
+from kaudit.canary.metrics import BooksCollector
+from kaudit.canary.service import Canary, CanarySettings, result_of
+from kaudit.connect.settings import ConnectionSettings
+from kaudit.probe.model import ProbeSettings
+from kaudit.report.base import render
+from kaudit.report.canary import CANARY
+
+
+def a_canary(expect: str | None = None) -> Canary:
+    settings = CanarySettings(producer=ProbeSettings(rate=10, expect=expect))
+    conn = ConnectionSettings("127.0.0.1:1", properties={"sasl.password": "s3cret-pw"})
+    canary = Canary(conn, settings, cast(Any, None), threading.Event(), lambda _: None)
+    for part in (0, 1):
+        canary.books[part] = PartitionBook(part, 60, 5)
+    b0, b1 = canary.books[0], canary.books[1]
+    for seq in range(3):
+        b0.sent(seq, 0.0)
+        b0.acked(seq, seq, 0.1)
+    b0.read(1, 1, 0.2)
+    found = b0.read(1, 3, 0.3)  # a duplicate
+    b0.read(2, 2, 0.4)
+    found += b0.passed(3, 1, 0.5)  # seq 0 at offset 0, below the log start 1: deleted
+    for event in found:
+        canary.add_event(event)
+    b1.sent(0, 0.0)
+    b1.acked(0, 7, 0.1)  # acknowledged, not read by the end
+    return canary
+
+
+def test_a_loss_fails_with_its_cause_and_duplicates_only_under_exactly_once() -> None:
+    result = result_of(a_canary())
+    assert result.total("lost") == 1 and result.lost_causes() == {"deleted": 1}
+    assert result.violations() == [
+        "lost: 1 acknowledged record(s) (1 deleted)",
+        "unverified: 1 acknowledged record(s) not read back before the end (not counted lost)"]
+    strict = result_of(a_canary("exactly-once"))
+    assert "duplicated: 1 record(s) read more than once" in strict.violations()
+
+
+def test_the_document_and_table_show_every_partition_and_the_loss_evidence() -> None:
+    result = result_of(a_canary())
+    doc = json.loads(render(CANARY, result, "json"))
+    assert doc["schema"] == "kaudit.canary/v1" and doc["verdict"] == "fail"
+    assert [p["partition"] for p in doc["partitions"]] == [0, 1]
+    assert doc["totals"]["duplicated"] == 1 and doc["totals"]["acked_unread"] == 1
+    [lost] = [e for e in doc["events"] if e["kind"] == "lost"]
+    assert lost["cause"] == "deleted" and "log start offset 1" in lost["evidence"]
+    table = render(CANARY, result, "table")
+    assert "lost p0 seq 0 offset 0: deleted" in table and "verdict: fail" in table
+
+
+def test_metrics_count_every_fate_and_cause_per_partition_and_carry_no_secret() -> None:
+    canary = a_canary()
+    canary.health.leaders, canary.health.isr_sizes = {0: 1, 1: 2}, {0: 3, 1: 2}
+    registry = CollectorRegistry()
+    registry.register(BooksCollector(canary, {"acks": "all"}))
+    text = generate_latest(registry).decode()
+    assert 'kaudit_canary_records_total{fate="sent",partition="0",topic="kaudit-canary"} 3.0' \
+        in text
+    assert 'kaudit_canary_records_total{fate="duplicated",partition="0",' in text
+    assert 'kaudit_canary_lost_records_total{cause="deleted",partition="0",' \
+           'topic="kaudit-canary"} 1.0' in text
+    assert 'kaudit_canary_partition_isr_size{partition="0",topic="kaudit-canary"} 3.0' in text
+    assert 'kaudit_canary_settings_info{acks="all"} 1.0' in text
+    assert 'kaudit_canary_produce_available{topic="kaudit-canary"}' in text
+    assert "s3cret" not in text
