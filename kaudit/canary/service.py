@@ -72,6 +72,56 @@ class Health:
     isr_sizes: dict[int, int] = field(default_factory=dict)
 
 
+class Watcher(threading.Thread):
+    """Reads what may block off the send-and-read loop: each partition's log start offset
+    (with the reader's positions just before, so a loss is judged against a log start read
+    after the reader passed it) about once a second, and the topic's partitions, leaders
+    and ISR every :data:`TOPIC_LOOK_S`. A cluster out of reach only delays its answers."""
+
+    def __init__(self, canary: Canary) -> None:
+        super().__init__(name="kaudit-canary-watch", daemon=True)
+        self.canary = canary
+        self.session = AdminSession(canary.conn)  # its own: no fault's excuse holds it back
+        self.seen: tuple[dict[int, int], dict[int, int]] | None = None
+        """(reader positions, log starts read after them), taken by the loop."""
+        self.grown: list[int] = []
+        """Partitions the topic gained, taken by the loop."""
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        canary, next_look = self.canary, 0.0
+        while not self.done.wait(HOUSEKEEPING_S):
+            with canary.lock:
+                positions, parts = dict(canary.positions), sorted(canary.books)
+            # A partition without a leader is not waited for (a fault's excuse would hold
+            # every other partition's judgement back with it): it is judged next time.
+            unread: dict[tuple[str, int], str] = {}
+            try:
+                found = self.session.list_offsets_of(
+                    [(canary.settings.topic, p) for p in parts], "earliest", failed=unread,
+                    deadline=Deadline(2 * HOUSEKEEPING_S))
+            except Exception:  # out of reach: nothing is judged until it answers
+                continue
+            self.seen = (positions, {p: offset for (_, p), offset in found.items()})
+            if time.monotonic() >= next_look:
+                next_look = time.monotonic() + TOPIC_LOOK_S
+                self._look_at_topic(set(parts))
+
+    def _look_at_topic(self, known: set[int]) -> None:
+        canary = self.canary
+        try:
+            md = self.session.admin.list_topics(topic=canary.settings.topic,
+                                                  timeout=canary.conn.timeout)
+        except client.KafkaException:
+            return
+        topic = md.topics.get(canary.settings.topic)
+        if topic is None or topic.error is not None:
+            return
+        canary.health.leaders = {p: m.leader for p, m in topic.partitions.items()}
+        canary.health.isr_sizes = {p: len(m.isrs) for p, m in topic.partitions.items()}
+        self.grown = sorted(set(topic.partitions) - known - set(self.grown)) + self.grown
+
+
 class Canary:
     """One canary run: its books, its clients, its events."""
 
@@ -98,6 +148,8 @@ class Canary:
         self.ack_latency: Callable[[float], None] = lambda _: None
         self.e2e_latency: Callable[[float], None] = lambda _: None
         self._events_file: IO[str] | None = None
+        self._faults_told = 0
+        self.watcher = Watcher(self)
 
     # --- setup -----------------------------------------------------------------------
 
@@ -149,9 +201,11 @@ class Canary:
         injector = self._injector() if p.faults else None
         try:
             self._add_partitions(partitions, consumer, "latest")
+            self.watcher.start()
             self._loop(producer, consumer)
             self._drain(producer, consumer)
         finally:
+            self.watcher.done.set()
             if injector is not None:
                 injector.cancel()
                 injector.join(p.fault_duration + 150)
@@ -166,7 +220,7 @@ class Canary:
         rate = s.producer.rate or 100.0
         encode = encoder(self.run_id, s.producer.message_size)
         interval, next_send = 1.0 / rate, time.monotonic()
-        next_house, next_look = 0.0, time.monotonic() + TOPIC_LOOK_S
+        next_house = 0.0
         end = self.started + s.duration if s.duration else float("inf")
         sent = 0
         while not self.stop.is_set() and time.monotonic() < end:
@@ -182,9 +236,10 @@ class Canary:
             if now >= next_house:
                 next_house = now + HOUSEKEEPING_S
                 self._settle(now)
-            if now >= next_look:
-                next_look = now + TOPIC_LOOK_S
-                self._look_at_topic(consumer)
+                if self.watcher.grown:
+                    grown, self.watcher.grown = self.watcher.grown, []
+                    # A partition added while the canary runs is read from its start.
+                    self._add_partitions(grown, consumer, "earliest")
 
     def _send(self, producer: Any, encode: Callable[[int, int, int], bytes], part: int,
               global_seq: int) -> None:
@@ -245,37 +300,23 @@ class Canary:
             self.add_event(event)
 
     def _settle(self, now: float) -> None:
-        """Declare what the reader has passed, settle what the window has, note the gauges."""
-        try:
-            starts = self.session.list_offsets(self.settings.topic, sorted(self.books),
-                                               "earliest")
-        except Exception:  # the cluster out of reach: settle nothing by guesswork
-            return
+        """Declare what the reader had passed when the watcher last read the log starts,
+        settle what the window has, and pass faults and heals on to ``--events``."""
         found: list[dict[str, Any]] = []
+        # Faults and heals go to --events too, in order with the anomalies they explain.
+        for fault in self.log.events()[self._faults_told:]:
+            self._faults_told += 1
+            found.append({"kind": fault.kind, "detail": fault.detail})
+        seen, self.watcher.seen = self.watcher.seen, None
         with self.lock:
             for part, book in self.books.items():
-                self.log_starts[part] = starts.get(part, 0)
-                found += book.passed(self.positions[part], self.log_starts[part], now)
+                if seen is not None and part in seen[1]:
+                    positions, starts = seen
+                    self.log_starts[part] = starts[part]
+                    found += book.passed(positions.get(part, 0), starts[part], now)
                 found += book.expire(now)
         for event in found:
             self.add_event(event)
-
-    def _look_at_topic(self, consumer: Any) -> None:
-        """Follow a partition-count increase; note each partition's leader and ISR size."""
-        try:
-            md = self.session.admin.list_topics(topic=self.settings.topic,
-                                                timeout=self.conn.timeout)
-        except client.KafkaException:
-            return
-        topic = md.topics.get(self.settings.topic)
-        if topic is None or topic.error is not None:
-            return
-        self.health.leaders = {p: m.leader for p, m in topic.partitions.items()}
-        self.health.isr_sizes = {p: len(m.isrs) for p, m in topic.partitions.items()}
-        grown = [p for p in topic.partitions if p not in self.books]
-        if grown:
-            # A partition added while the canary runs is read from its start.
-            self._add_partitions(sorted(grown), consumer, "earliest")
 
     def _drain(self, producer: Any, consumer: Any) -> None:
         """Wait for the last answers, then read until every acknowledged record is read or
@@ -316,8 +357,9 @@ class Canary:
         kind = event["kind"]
         event = {"time": round(time.time(), 3), "topic": self.settings.topic, **event}
         event.pop("at", None)
-        self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
-        if len(self.events) < 1000:
+        if kind not in ("fault", "heal", "note"):  # those are in the summary's faults
+            self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
+        if len(self.events) < 1000 and kind in self.anomaly_counts:
             self.events.append(event)
         if self._events_file is not None:
             self._events_file.write(json.dumps(event, sort_keys=True) + "\n")
