@@ -45,6 +45,8 @@ from kaudit.waiting import Deadline
 DEFAULT_TOPIC = "kaudit-canary"
 HOUSEKEEPING_S = 1.0
 TOPIC_LOOK_S = 10.0
+EVENTS_KEPT = 1000
+"""Events of each kind the summary keeps (the --events file has every one)."""
 
 
 @dataclass(frozen=True)
@@ -352,14 +354,16 @@ class Canary:
         return injector
 
     def add_event(self, event: dict[str, Any]) -> None:
-        """Keep an anomaly the books found (the first 1,000 for the summary) and append it
-        to ``--events`` at once, with the wall-clock time."""
+        """Keep an anomaly the books found for the summary and append it to ``--events`` at
+        once, with the wall-clock time."""
         kind = event["kind"]
         event = {"time": round(time.time(), 3), "topic": self.settings.topic, **event}
         event.pop("at", None)
         if kind not in ("fault", "heal", "note"):  # those are in the summary's faults
             self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
-        if len(self.events) < 1000 and kind in self.anomaly_counts:
+        # The summary keeps the first EVENTS_KEPT of each kind: a flood of late reads must
+        # not crowd out the losses. --events has them all.
+        if kind in self.anomaly_counts and self.anomaly_counts[kind] <= EVENTS_KEPT:
             self.events.append(event)
         if self._events_file is not None:
             self._events_file.write(json.dumps(event, sort_keys=True) + "\n")

@@ -38,18 +38,36 @@ def canary_table(result: CanaryResult, _options: RenderOptions) -> str:
     causes = result.lost_causes()
     if causes:
         lines.append("lost by cause: " + ", ".join(f"{c} {n}" for c, n in sorted(causes.items())))
-    for event in result.events:
-        if event["kind"] == "lost":
-            lines.append(f"  lost p{event['partition']} seq {event['seq']} offset "
-                         f"{event['offset']}: {event['cause']}: {event['evidence']}")
-            if sum(1 for line in lines if line.startswith("  lost")) >= 10:
-                lines.append("  ... (every loss is in --format json and --events)")
-                break
+    runs = _lost_runs(result.events)
+    for first, last, count in runs[:10]:
+        seqs = f"seq {first['seq']}" if count == 1 else f"seq {first['seq']}-{last['seq']}"
+        offsets = f"offset {first['offset']}" if count == 1 else \
+            f"offsets {first['offset']}-{last['offset']}"
+        lines.append(f"  lost p{first['partition']} {seqs} ({count}), {offsets}: "
+                     f"{first['cause']}: {first['evidence']}")
+    if len(runs) > 10:
+        lines.append("  ... (every loss is in --format json and --events)")
     lines += [f"{f['kind']} at {f['at_s']:.1f}s: {f['detail']}" for f in result.faults]
     lines += [f"note: {n}" for n in result.notes]
     lines.append(f"verdict: {result.verdict}")
     lines += [f"  {v}" for v in result.violations()]
     return "\n".join(lines) + "\n"
+
+
+def _lost_runs(events: list[dict[str, Any]]
+               ) -> list[tuple[dict[str, Any], dict[str, Any], int]]:
+    """Losses of consecutive sequences on one partition with one cause, as (first, last,
+    count): a truncation is one line, not hundreds."""
+    runs: list[tuple[dict[str, Any], dict[str, Any], int]] = []
+    for event in (e for e in events if e["kind"] == "lost"):
+        if runs:
+            first, last, count = runs[-1]
+            if (event["partition"], event["cause"]) == (last["partition"], last["cause"]) \
+                    and event["seq"] == last["seq"] + 1:
+                runs[-1] = (first, event, count + 1)
+                continue
+        runs.append((event, event, 1))
+    return runs
 
 
 CANARY: Report[CanaryResult] = Report(name="canary", schema=SCHEMA, document=canary_document,

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from kaudit.canary.book import PartitionBook
 from kaudit.canary.metrics import BooksCollector
-from kaudit.canary.service import Canary, CanarySettings, result_of
+from kaudit.canary.service import EVENTS_KEPT, Canary, CanarySettings, result_of
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.probe.model import ProbeSettings
 from kaudit.report.base import render
@@ -57,7 +57,7 @@ def test_the_document_and_table_show_every_partition_and_the_loss_evidence() -> 
     [lost] = [e for e in doc["events"] if e["kind"] == "lost"]
     assert lost["cause"] == "deleted" and "log start offset 1" in lost["evidence"]
     table = render(CANARY, result, "table")
-    assert "lost p0 seq 0 offset 0: deleted" in table and "verdict: fail" in table
+    assert "lost p0 seq 0 (1), offset 0: deleted" in table and "verdict: fail" in table
 
 
 def test_metrics_count_every_fate_and_cause_per_partition_and_carry_no_secret() -> None:
@@ -75,3 +75,29 @@ def test_metrics_count_every_fate_and_cause_per_partition_and_carry_no_secret() 
     assert 'kaudit_canary_settings_info{acks="all"} 1.0' in text
     assert 'kaudit_canary_produce_available{topic="kaudit-canary"}' in text
     assert "s3cret" not in text
+
+
+def test_consecutive_losses_of_one_cause_are_one_line() -> None:
+    canary = a_canary()
+    b1 = canary.books[1]
+    for seq in range(1, 5):
+        b1.sent(seq, 0.0)
+        b1.acked(seq, 10 + seq, 0.1)
+    b1.read(3, 13, 0.2)  # 1, 2 and 4 are lost: two runs, not three lines
+    for event in b1.passed(20, 0, 0.3):
+        canary.add_event(event)
+    table = render(CANARY, result_of(canary), "table")
+    assert "lost p1 seq 0-2 (3), offsets 7-12: unknown" in table
+    assert "lost p1 seq 4 (1), offset 14: unknown" in table
+
+
+def test_a_flood_of_late_reads_does_not_crowd_the_losses_out_of_the_summary() -> None:
+    canary = a_canary()
+    for seq in range(EVENTS_KEPT + 50):
+        canary.add_event({"kind": "late", "partition": 1, "seq": seq, "offset": seq})
+    canary.add_event({"kind": "lost", "partition": 1, "seq": 9, "offset": 9,
+                      "cause": "unknown", "evidence": "none"})
+    result = result_of(canary)
+    assert [e["kind"] for e in result.events].count("late") == EVENTS_KEPT
+    assert result.anomalies["late"] == EVENTS_KEPT + 50
+    assert any(e["kind"] == "lost" and e["seq"] == 9 for e in result.events)
