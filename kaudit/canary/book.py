@@ -43,6 +43,8 @@ class Record:
     offset: int | None = None
     answered_at: float | None = None
     read: bool = False
+    epoch: int | None = None
+    """The leader epoch the acknowledgement came from, when the client says."""
 
 
 @dataclass
@@ -63,8 +65,9 @@ class PartitionBook:
     fates: dict[int, str] = field(default_factory=dict)
     """Sequence -> ``read`` or ``gone`` for the records in ``recent``."""
     max_read: int = -1
-    overwritten: dict[int, int] = field(default_factory=dict)
-    """Sequence of an open record -> the sequence that took its offset since."""
+    overwritten: dict[int, tuple[int, int | None]] = field(default_factory=dict)
+    """Sequence of an open record -> (the sequence that took its offset since, the leader
+    epoch it was written or acknowledged in)."""
 
     # --- the producer's side ---------------------------------------------------------
 
@@ -72,16 +75,17 @@ class PartitionBook:
         self.counts["sent"] += 1
         self.open[seq] = Record(sent_at=now)
 
-    def acked(self, seq: int, offset: int, now: float) -> None:
+    def acked(self, seq: int, offset: int, now: float, epoch: int | None = None) -> None:
         record = self.open.get(seq)
         if record is None:
             return
         self.counts["acked"] += 1
         record.outcome, record.offset, record.answered_at = "acked", offset, now
+        record.epoch = epoch
         earlier = self.owners.get(offset)
         if earlier is not None and earlier != seq:
             # The same offset acknowledged twice: the log was cut back below it in between.
-            self.overwritten[earlier] = seq
+            self.overwritten[earlier] = (seq, epoch)
         self.owners[offset] = seq
         if record.read:
             self._forget(seq, now)
@@ -100,13 +104,15 @@ class PartitionBook:
 
     # --- the reader's side -----------------------------------------------------------
 
-    def read(self, seq: int, offset: int, now: float) -> list[dict[str, Any]]:
-        """The reader saw ``seq`` at ``offset``; returns the anomalies it reveals."""
+    def read(self, seq: int, offset: int, now: float, epoch: int | None = None
+             ) -> list[dict[str, Any]]:
+        """The reader saw ``seq`` at ``offset`` (written in leader ``epoch``); returns the
+        anomalies it reveals."""
         events: list[dict[str, Any]] = []
         owner = self.owners.get(offset)
         if owner is not None and owner != seq:
             # This offset was acknowledged to another record: that one was cut off.
-            self.overwritten.setdefault(owner, seq)
+            self.overwritten.setdefault(owner, (seq, epoch))
         record = self.open.get(seq)
         if record is None or record.read:
             fate = "read" if record is not None else self.fates.get(seq)
@@ -177,9 +183,13 @@ class PartitionBook:
             return "deleted", f"offset {offset} is below the log start offset {log_start}"
         other = self.overwritten.get(seq)
         if other is not None:
-            return "truncated", (f"offset {offset} was acknowledged to it, then holds or "
-                                 f"was acknowledged to sequence {other}: the log was cut "
-                                 "back after a leader change")
+            other_seq, other_epoch = other
+            mine = self.open[seq].epoch
+            acked_in = f" in leader epoch {mine}" if mine is not None else ""
+            theirs = f" (leader epoch {other_epoch})" if other_epoch is not None else ""
+            return "truncated", (f"offset {offset} was acknowledged to it{acked_in}, then "
+                                 f"holds or was acknowledged to sequence {other_seq}{theirs}: "
+                                 "the log was cut back after a leader change")
         return "unknown", "no signal tells why: the reader passed its offset without it"
 
     def _forget(self, seq: int, now: float, fate: str = "read") -> None:

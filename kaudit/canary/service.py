@@ -33,7 +33,7 @@ from kaudit.cluster.topics import (
     topic_partitions,
 )
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.probe.faults.injector import FaultInjector, Targets
+from kaudit.probe.faults.injector import FaultInjector, ReaderStall, Targets
 from kaudit.probe.faults.lab import lab_for
 from kaudit.probe.faults.registry import fault_at_reached
 from kaudit.probe.ledger import SendOutcome, classify_error
@@ -152,6 +152,8 @@ class Canary:
         self._events_file: IO[str] | None = None
         self._faults_told = 0
         self.watcher = Watcher(self)
+        self.stall = ReaderStall()
+        self._paused = False
 
     # --- setup -----------------------------------------------------------------------
 
@@ -234,6 +236,7 @@ class Canary:
                 sent += 1
                 next_send += interval
             producer.poll(0)
+            self._hold_reader(consumer)
             self._read(consumer, timeout=min(0.05, max(0.0, next_send - time.monotonic())))
             if now >= next_house:
                 next_house = now + HOUSEKEEPING_S
@@ -242,6 +245,14 @@ class Canary:
                     grown, self.watcher.grown = self.watcher.grown, []
                     # A partition added while the canary runs is read from its start.
                     self._add_partitions(grown, consumer, "earliest")
+
+    def _hold_reader(self, consumer: Any) -> None:
+        """Pause or resume the reader as ``stall-reader`` asks (its position is kept)."""
+        held = self.stall.held.is_set()
+        if held != self._paused:
+            parts = [client.TopicPartition(self.settings.topic, p) for p in sorted(self.books)]
+            (consumer.pause if held else consumer.resume)(parts)
+            self._paused = held
 
     def _send(self, producer: Any, encode: Callable[[int, int, int], bytes], part: int,
               global_seq: int) -> None:
@@ -263,15 +274,16 @@ class Canary:
         if record is not None:
             self._answered(msg.partition(), record.partition_seq,
                            err.name() if err is not None else None,
-                           msg.offset() if err is None else None)
+                           msg.offset() if err is None else None, _epoch(msg))
 
-    def _answered(self, part: int, seq: int, error: str | None, offset: int | None) -> None:
+    def _answered(self, part: int, seq: int, error: str | None, offset: int | None,
+                  epoch: int | None = None) -> None:
         now = time.monotonic()
         with self.lock:
             book = self.books[part]
             sent = book.open.get(seq)
             if error is None and offset is not None and offset >= 0:
-                book.acked(seq, offset, now)
+                book.acked(seq, offset, now, epoch)
                 self.health.last_ack = now
                 if sent is not None:
                     self.ack_latency(now - sent.sent_at)
@@ -295,7 +307,7 @@ class Canary:
                 record = decode(msg.value())
                 if record is None or record.run_id != self.run_id or part not in self.books:
                     continue  # foreign: another run's, or not a canary record
-                found += self.books[part].read(record.partition_seq, offset, now)
+                found += self.books[part].read(record.partition_seq, offset, now, _epoch(msg))
                 self.health.last_read, self.health.last_read_wall = now, time.time()
                 self.e2e_latency(max(0.0, time.time() - record.sent_ns / 1e9))
         for event in found:
@@ -347,7 +359,8 @@ class Canary:
         injector = FaultInjector(
             list(p.faults), trigger,
             p.fault_duration, self.log, lab_for(p.faults, p.lab_state_dir),
-            Targets(lambda: partition_roles(self.session, self.settings.topic)),
+            Targets(lambda: partition_roles(self.session, self.settings.topic),
+                    reader=self.stall),
             settle_s=self.conn.timeout)
         self.session.excuse(injector.excused_until)
         injector.start()
@@ -368,6 +381,12 @@ class Canary:
         if self._events_file is not None:
             self._events_file.write(json.dumps(event, sort_keys=True) + "\n")
             self._events_file.flush()
+
+
+def _epoch(msg: Any) -> int | None:
+    """The leader epoch a message was written in, when librdkafka says (-1 or None: not)."""
+    epoch = msg.leader_epoch()
+    return int(epoch) if epoch is not None and epoch >= 0 else None
 
 
 @dataclass(frozen=True)

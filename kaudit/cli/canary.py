@@ -13,8 +13,7 @@ from kaudit.cli.ending import end_run, first_of
 from kaudit.cli.interrupt import graceful_interrupt
 from kaudit.cli.probe import Acks
 from kaudit.errors import InputError
-from kaudit.probe.faults.registry import PRODUCER as PRODUCER_PROBE
-from kaudit.probe.faults.registry import fault_help
+from kaudit.probe.faults.registry import CANARY, fault_help
 from kaudit.report.base import render
 from kaudit.report.output import choose_format
 
@@ -62,8 +61,9 @@ def canary(
     expect: options.ExpectOption = None,
     fault: Annotated[list[str] | None, typer.Option(
         metavar="SPEC", rich_help_panel=FAULTS,
-        autocompletion=options.complete_fault(PRODUCER_PROBE),
-        help=f"{fault_help(PRODUCER_PROBE)}; repeatable (on the lab).")] = None,
+        autocompletion=options.complete_fault(CANARY),
+        help=f"{fault_help(CANARY)}; repeatable. `man kaudit-canary` says what each "
+             "does.")] = None,
     fault_at: Annotated[str, typer.Option(
         metavar="SECONDS|PCT%", rich_help_panel=FAULTS,
         help="When to inject: seconds from the start, or a share of --duration.")] = "30",
@@ -96,9 +96,9 @@ def canary(
     from kaudit.connect.settings import parse_key_values
     from kaudit.probe.faults.registry import check_faults, parse_fault, parse_fault_at
     from kaudit.probe.model import ProbeSettings
-    from kaudit.report.canary import CANARY
+    from kaudit.report.canary import CANARY as SUMMARY
 
-    faults = tuple(parse_fault(f) for f in fault or [])
+    faults = tuple(parse_fault(f, CANARY) for f in fault or [])
     check_faults(faults)
     at = parse_fault_at(fault_at)
     if faults and at[0] == "progress" and duration is None:
@@ -129,7 +129,7 @@ def canary(
                 server.shutdown()
     result = result_of(run)
     # A SIGTERM is how a service is told to stop: the run's verdict decides the exit code.
-    return end_run("canary", render(CANARY, result, choose_format(format, output)), output,
+    return end_run("canary", render(SUMMARY, result, choose_format(format, output)), output,
                    verdict=first_of(result.verdict, result.violations()), interrupted=False,
                    failed=result.verdict != "pass")
 

@@ -208,7 +208,7 @@ def command_page(command: CommandDoc, root: CommandDoc) -> str:
             w.paragraph(inline(para))
         _arguments(w, sub.arguments, heading=False)
         _options(w, sub.options)
-    if command.page == "kaudit-probe":
+    if command.page in ("kaudit-probe", "kaudit-canary"):
         _faults(w)
     _exit_status(w)
     _see_also(w, root, exclude=command.page)
@@ -282,7 +282,7 @@ def _usage(command: CommandDoc) -> str:
 
 
 _COMMANDS_OF = {"probe": "kaudit probe, probe matrix and probe prove",
-                "probe consume": "kaudit probe consume"}
+                "probe consume": "kaudit probe consume", "canary": "kaudit canary"}
 
 
 def _faults(w: RoffWriter) -> None:

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.parse
 import urllib.request
 import uuid
@@ -24,7 +25,7 @@ from kaudit.lab.manager import lab_kill, lab_start
 from kaudit.probe.payload import decode
 from kaudit.waiting import wait_for
 from tests.conftest import Lab
-from tests.integration.test_lab import admin, wait_until
+from tests.integration.test_lab import admin, delete_records_before, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -185,8 +186,8 @@ def test_acks_1_truncation_is_lost_with_its_cause_exactly_and_prometheus_says_so
                         60), (own_count(), prometheus.value(lost_now))
         sent = prometheus.query(f'kaudit_canary_records_total{{fate="sent",topic="{topic}"}}')
         assert sorted(r["metric"]["partition"] for r in sent) == ["0", "1", "2"]
-        assert prometheus.value(f'sum(kaudit_canary_ack_latency_seconds_count'
-                                f'{{topic="{topic}"}})') > 0  # type: ignore[operator]
+        acks = prometheus.value(f'sum(kaudit_canary_ack_latency_seconds_count{{topic="{topic}"}})')
+        assert acks is not None and acks > 0
         # Every panel of the shipped dashboard has series, and the loss alert fires.
         for panel in json.loads(DASHBOARD.read_text())["panels"]:
             expr = panel["targets"][0]["expr"].replace("$__rate_interval", "1m")
@@ -244,3 +245,65 @@ def test_a_rolling_restart_of_every_broker_loses_nothing_and_reassigns_nothing(
     assert not [e for e in events_of(events) if e["kind"] == "lost"]
     # The canary's topic is a service's: it stays.
     assert topic in admin(lab).list_topics(timeout=10).topics
+
+
+def test_records_deleted_ahead_of_a_stalled_reader_are_lost_as_deleted_exactly(
+        lab: Lab, tmp_path: Path, metrics_port: int) -> None:
+    from confluent_kafka import TopicPartition
+
+    topic = f"kaudit-test-canary-{uuid.uuid4().hex[:8]}"
+    proc, events = start_canary(lab, tmp_path, metrics_port, "--topic", topic, "--rate",
+                                "300", "--fault", "stall-reader:8", "--fault-at", "4",
+                                "--duration", "16")
+
+    def read_on_p0() -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in scrape(metrics_port).splitlines()
+                   if line.startswith('kaudit_canary_records_total{fate="read",partition="0"'))
+
+    try:
+        assert wait_for(lambda: any(e["kind"] == "fault" for e in events_of(events))
+                        or proc.poll() is not None, 60), "the reader was not stalled"
+        # The reader holds its position: what it had read of partition 0 when it stopped.
+        read_before = int(steady(read_on_p0))
+        end = log_end(lab, topic, 0)
+        assert end > read_before + 100, (end, read_before)  # the producer went on
+        delete_records_before(lab, TopicPartition(topic, 0, end))
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, stderr
+    doc = json.loads(stdout)
+    [p0] = [p for p in doc["partitions"] if p["partition"] == 0]
+    # Offsets [read_before, end) were acknowledged, then deleted before the reader got there.
+    assert p0["lost"] == end - read_before and p0["lost_causes"] == {"deleted": p0["lost"]}
+    assert p0["read"] + p0["lost"] == p0["acked"] == p0["sent"]
+    assert doc["lost_causes"] == {"deleted": p0["lost"]}
+    lost = [e for e in events_of(events) if e["kind"] == "lost"]
+    assert [e["offset"] for e in lost] == list(range(read_before, end))
+    assert all(f"below the log start offset {end}" in e["evidence"] for e in lost)
+
+
+def steady(read: Any, timeout: float = 10) -> float:
+    """``read()`` once two readings half a second apart agree."""
+    last = read()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.5)  # the interval between two readings, not a wait for an outcome
+        now = read()
+        if now == last:
+            return float(now)
+        last = now
+    raise AssertionError(f"still moving after {timeout}s: {last}")
+
+
+def log_end(lab: Lab, topic: str, partition: int) -> int:
+    """The partition's log end offset, asked by a consumer of our own."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": uuid.uuid4().hex})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+        return int(high)
+    finally:
+        consumer.close()

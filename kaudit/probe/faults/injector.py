@@ -49,6 +49,13 @@ class FaultLog(Protocol):
     def add(self, kind: str, detail: str, partition: int | None = None) -> None: ...
 
 
+class ReaderStall:
+    """``stall-reader``: the canary's reader is stopped while :attr:`held` is set."""
+
+    def __init__(self) -> None:
+        self.held = threading.Event()
+
+
 class ProducerRestart:
     """``restart-producer``: the hand-off between the fault injector and the send loop.
 
@@ -80,6 +87,8 @@ class Targets:
     """The consumer group's coordinator (``probe consume``)."""
     restart: ProducerRestart | None = None
     """The send loop's side of ``restart-producer``."""
+    reader: ReaderStall | None = None
+    """The canary reader's side of ``stall-reader``."""
     transactional: bool = False
 
 
@@ -349,6 +358,18 @@ class FaultInjector(threading.Thread):
         if self._injecting.is_set() or heals:
             self._healed_at = time.monotonic()
 
+    def _stall_reader(self, fault: FaultSpec) -> None:
+        stall = self.targets.reader
+        if stall is None:
+            raise InputError("stall-reader: this run has no reader to stall")
+        stall.held.set()
+        self.log.add("fault", f"the reader stopped for {fault.argument}s, its position held")
+        try:
+            self._cancel.wait(float(fault.argument or 0))
+        finally:
+            stall.held.clear()
+            self.log.add("heal", "the reader resumed")
+
     STEPS: ClassVar[dict[str, Callable[[FaultInjector, FaultSpec], None]]] = {
         "kill-leader": _signal, "stop-leader": _signal, "pause-leader": _signal,
         "pause-follower": _signal, "kill-broker": _signal,
@@ -356,7 +377,7 @@ class FaultInjector(threading.Thread):
         "lag-then-kill-leader": _lag_then_kill,
         "shrink-isr-then-kill-leader": _shrink_then_kill,
         "lose-responses": _lose_responses, "restart-producer": _restart_producer,
-        "exec": _exec_fault,
+        "exec": _exec_fault, "stall-reader": _stall_reader,
     }
     """How each registered fault is injected (exec-heal is exec's heal, not a step)."""
 

@@ -15,6 +15,8 @@ from kaudit.errors import InputError
 PRODUCER = "probe"
 """The producer probe: ``kaudit probe``, ``probe matrix`` and ``probe prove``."""
 CONSUMER = "probe consume"
+CANARY = "canary"
+"""``kaudit canary``: the producer's faults but restart-producer, and stall-reader."""
 
 LAG_THEN_KILL_DEFAULT_S = 3.0
 """``lag-then-kill-leader``: how long partition 0's in-sync followers are frozen before its
@@ -36,6 +38,9 @@ LOSE_RESPONSES_DEFAULT_S = 4.0
 ``request.timeout.ms`` (the probe sets 1000 ms for this fault unless told otherwise), so the
 leader answers REQUEST_TIMED_OUT for batches it has appended and the producer re-sends them;
 shorter than the broker session, so the followers stay in the ISR and commit every copy."""
+STALL_READER_DEFAULT_S = 30.0
+STALL_READER_MAX_S = 3600.0
+"""``stall-reader`` (canary): how long the reader stays stopped, at most an hour."""
 SHORT_REQUEST_TIMEOUT_MS = 1000
 """The producer's ``request.timeout.ms`` under faults that freeze brokers to make requests time
 out while the leader holds them (``lose-responses``; the matrix's ``pause-*`` cells): well
@@ -56,7 +61,7 @@ class Fault:
     """... and its largest value."""
     on_lab: bool = True
     """It signals the lab's broker processes (kaudit knows their pids)."""
-    commands: tuple[str, ...] = (PRODUCER,)
+    commands: tuple[str, ...] = (PRODUCER, CANARY)
 
     def usage(self) -> str:
         """How it is written: ``kill-broker:ID``, ``lose-responses[:SECONDS]``..."""
@@ -67,7 +72,7 @@ class Fault:
         return f"{self.name}:{self.argument}"
 
 
-_BOTH = (PRODUCER, CONSUMER)
+_BOTH = (PRODUCER, CONSUMER, CANARY)
 FAULTS: dict[str, Fault] = {f.name: f for f in (
     Fault("kill-leader", "SIGKILL the leader of partition 0 (probe consume: of its input "
           "topic); restarted after --fault-duration", commands=_BOTH),
@@ -91,7 +96,11 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           "time out after the leader appended them", argument="SECONDS",
           default=LOSE_RESPONSES_DEFAULT_S, most=LAG_THEN_KILL_MAX_S),
     Fault("restart-producer", "a new producer session takes over mid-run and re-sends what "
-          "the old one had not seen acknowledged"),
+          "the old one had not seen acknowledged", commands=(PRODUCER,)),
+    Fault("stall-reader", "the canary's reader stops for SECONDS, its position held, while "
+          "the producer goes on (records deleted meanwhile are lost unread)",
+          argument="SECONDS", default=STALL_READER_DEFAULT_S, most=STALL_READER_MAX_S,
+          on_lab=False, commands=(CANARY,)),
     Fault("exec", "run CMD (a kubectl or systemctl call, say)",
           argument="'CMD'", on_lab=False),
     Fault("exec-heal", "the command that undoes exec's, run at heal time", argument="'CMD'",

@@ -129,3 +129,16 @@ def test_unsettled_says_what_is_still_open_at_the_end() -> None:
     b.acked(0, 1, 0.1)
     b.sent(1, 0.2)
     assert b.unsettled() == {"acked_unread": 1, "unanswered": 1}
+
+
+def test_a_truncation_names_the_leader_epochs_when_the_client_gives_them() -> None:
+    b = book()
+    b.sent(0, 0.0)
+    b.acked(0, 20, 0.1, epoch=3)
+    b.sent(1, 0.2)
+    b.acked(1, 20, 0.3, epoch=4)
+    b.read(1, 20, 0.4, epoch=4)
+    [event] = b.passed(21, 0, 0.5)
+    assert event["cause"] == "truncated"
+    assert "acknowledged to it in leader epoch 3" in event["evidence"]
+    assert "sequence 1 (leader epoch 4)" in event["evidence"]
