@@ -23,13 +23,15 @@ from tests.conftest import Lab
 pytestmark = pytest.mark.kafka
 
 DOWN_S = 20.0
-"""How long the only replica stays down: past list_offsets' own bound (10 s at least), so
-without the fault's excuse the read gives up every time."""
+"""How long the only replica stays down: twice list_offsets' own bound (the 10 s timeout),
+so without the fault's excuse the read gives up every time while it is down."""
 
 
 def test_a_leader_missing_while_a_fault_is_in_force_is_waited_out(
         lab: Lab, restore_brokers: None) -> None:
-    conn = ConnectionSettings(lab.bootstrap, timeout=5)
+    # The probe's default timeout: an excused wait lasts until the fault's heal, plus the
+    # settling time and one more timeout (20 s) for the partition to be led and answer again.
+    conn = ConnectionSettings(lab.bootstrap, timeout=10)
     session = AdminSession(conn)
     topic = f"kaudit-test-excuse-{uuid.uuid4().hex[:8]}"
     # One replica: while its broker is down the partition has no leader at all.
@@ -50,7 +52,13 @@ def test_a_leader_missing_while_a_fault_is_in_force_is_waited_out(
         assert injector.is_alive(), "the fault ended before the unexcused read gave up"
         # With it: the same read waits until the broker is back, and answers.
         session.excused_until = injector.excused_until
-        assert session.list_offsets(topic, [0], "latest") == {0: 0}
+        try:
+            offsets = session.list_offsets(topic, [0], "latest")
+        except ConnectionFailure as exc:  # say where the partition stood, for the next look
+            part = session.admin.list_topics(topic=topic, timeout=10).topics[topic].partitions
+            raise AssertionError(f"{exc}; {log.events()}; partition 0 now: "
+                                 f"{part.get(0) and (part[0].leader, part[0].isrs)}") from None
+        assert offsets == {0: 0}
         injector.join(180)
         assert [e.kind for e in log.events()] == ["fault", "heal"]
     finally:
