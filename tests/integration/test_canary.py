@@ -253,8 +253,8 @@ def test_records_deleted_ahead_of_a_stalled_reader_are_lost_as_deleted_exactly(
 
     topic = f"kaudit-test-canary-{uuid.uuid4().hex[:8]}"
     proc, events = start_canary(lab, tmp_path, metrics_port, "--topic", topic, "--rate",
-                                "300", "--fault", "stall-reader:8", "--fault-at", "4",
-                                "--duration", "16")
+                                "300", "--fault", "stall-reader:15", "--fault-at", "4",
+                                "--duration", "22")
 
     def read_on_p0() -> float:
         return sum(float(line.rsplit(" ", 1)[1]) for line in scrape(metrics_port).splitlines()
@@ -265,9 +265,12 @@ def test_records_deleted_ahead_of_a_stalled_reader_are_lost_as_deleted_exactly(
                         or proc.poll() is not None, 60), "the reader was not stalled"
         # The reader holds its position: what it had read of partition 0 when it stopped.
         read_before = int(steady(read_on_p0))
+        # The producer goes on (100 records a second on partition 0) ...
+        assert wait_for(lambda: log_end(lab, topic, 0) >= read_before + 200, 10)
         end = log_end(lab, topic, 0)
-        assert end > read_before + 100, (end, read_before)  # the producer went on
         delete_records_before(lab, TopicPartition(topic, 0, end))
+        # ... and the records below `end` were deleted before the stalled reader came back.
+        assert read_on_p0() == read_before, "the reader moved before the deletion ended"
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
