@@ -46,6 +46,8 @@ DEFAULT_TOPIC = "kaudit-canary"
 HOUSEKEEPING_S = 1.0
 TOPIC_LOOK_S = 10.0
 EVENTS_KEPT = 1000
+NOT_ANOMALIES = ("fault", "heal", "note", "partitions-added")
+"""Events --events carries that are not anomalies (faults are in the summary's own list)."""
 """Events of each kind the summary keeps (the --events file has every one)."""
 
 
@@ -207,6 +209,8 @@ class Canary:
             self._add_partitions(partitions, consumer, "latest")
             self.watcher.start()
             self._loop(producer, consumer)
+            if injector is not None:
+                injector.cancel()  # a fault still in force ends now: a stalled reader too
             self._drain(producer, consumer)
         finally:
             self.watcher.done.set()
@@ -340,6 +344,7 @@ class Canary:
             producer.poll(0.1)
             self._read(consumer, 0)
         while not deadline.expired():
+            self._hold_reader(consumer)
             self._read(consumer, 0.2)
             self._settle(time.monotonic())
             if not any(b.unsettled()["acked_unread"] for b in self.books.values()):
@@ -372,7 +377,7 @@ class Canary:
         kind = event["kind"]
         event = {"time": round(time.time(), 3), "topic": self.settings.topic, **event}
         event.pop("at", None)
-        if kind not in ("fault", "heal", "note"):  # those are in the summary's faults
+        if kind not in NOT_ANOMALIES:
             self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
         # The summary keeps the first EVENTS_KEPT of each kind: a flood of late reads must
         # not crowd out the losses. --events has them all.
