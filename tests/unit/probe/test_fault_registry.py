@@ -11,7 +11,14 @@ import pytest
 
 from kaudit.errors import InputError
 from kaudit.probe.faults.injector import FaultInjector
-from kaudit.probe.faults.registry import CONSUMER, FAULTS, PRODUCER, faults_of, parse_fault
+from kaudit.probe.faults.registry import (
+    CANARY,
+    CONSUMER,
+    FAULTS,
+    PRODUCER,
+    faults_of,
+    parse_fault,
+)
 from tests.conftest import run_in_process
 
 
@@ -40,8 +47,16 @@ def test_every_registered_fault_but_exec_heal_has_an_injection_step() -> None:
 
 
 def test_every_fault_is_taken_by_some_command() -> None:
-    assert {f.name for f in faults_of(PRODUCER)} | {f.name for f in faults_of(CONSUMER)} \
-        == set(FAULTS)
+    assert {f.name for c in (PRODUCER, CONSUMER, CANARY) for f in faults_of(c)} == set(FAULTS)
+
+
+def test_the_canary_takes_the_producers_faults_but_restart_producer_and_its_own_stall() -> None:
+    producer = {f.name for f in faults_of(PRODUCER)}
+    canary = {f.name for f in faults_of(CANARY)}
+    assert canary == (producer - {"restart-producer"}) | {"stall-reader"}
+    assert parse_fault("stall-reader", CANARY).argument == "30"
+    with pytest.raises(InputError, match="not a fault of kaudit probe: only of kaudit canary"):
+        parse_fault("stall-reader:5", PRODUCER)
 
 
 @pytest.mark.parametrize("text,command,message", [
