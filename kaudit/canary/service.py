@@ -19,11 +19,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from kaudit.canary.book import COUNTS, PartitionBook
+from kaudit.canary.book import PartitionBook
+from kaudit.canary.result import CanaryResult, result_of
+from kaudit.canary.watcher import HOUSEKEEPING_S, Watcher
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, ErrorCollector, new_consumer, new_producer
 from kaudit.cluster.topics import (
@@ -43,12 +45,10 @@ from kaudit.probe.payload import decode, encoder
 from kaudit.waiting import Deadline
 
 DEFAULT_TOPIC = "kaudit-canary"
-HOUSEKEEPING_S = 1.0
-TOPIC_LOOK_S = 10.0
 EVENTS_KEPT = 1000
+"""Events of each kind the summary keeps (the --events file has every one)."""
 NOT_ANOMALIES = ("fault", "heal", "note", "partitions-added")
 """Events --events carries that are not anomalies (faults are in the summary's own list)."""
-"""Events of each kind the summary keeps (the --events file has every one)."""
 
 
 @dataclass(frozen=True)
@@ -74,56 +74,6 @@ class Health:
     last_read_wall: float = 0.0
     leaders: dict[int, int] = field(default_factory=dict)
     isr_sizes: dict[int, int] = field(default_factory=dict)
-
-
-class Watcher(threading.Thread):
-    """Reads what may block off the send-and-read loop: each partition's log start offset
-    (with the reader's positions just before, so a loss is judged against a log start read
-    after the reader passed it) about once a second, and the topic's partitions, leaders
-    and ISR every :data:`TOPIC_LOOK_S`. A cluster out of reach only delays its answers."""
-
-    def __init__(self, canary: Canary) -> None:
-        super().__init__(name="kaudit-canary-watch", daemon=True)
-        self.canary = canary
-        self.session = AdminSession(canary.conn)  # its own: no fault's excuse holds it back
-        self.seen: tuple[dict[int, int], dict[int, int]] | None = None
-        """(reader positions, log starts read after them), taken by the loop."""
-        self.grown: list[int] = []
-        """Partitions the topic gained, taken by the loop."""
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        canary, next_look = self.canary, 0.0
-        while not self.done.wait(HOUSEKEEPING_S):
-            with canary.lock:
-                positions, parts = dict(canary.positions), sorted(canary.books)
-            # A partition without a leader is not waited for (a fault's excuse would hold
-            # every other partition's judgement back with it): it is judged next time.
-            unread: dict[tuple[str, int], str] = {}
-            try:
-                found = self.session.list_offsets_of(
-                    [(canary.settings.topic, p) for p in parts], "earliest", failed=unread,
-                    deadline=Deadline(2 * HOUSEKEEPING_S))
-            except Exception:  # out of reach: nothing is judged until it answers
-                continue
-            self.seen = (positions, {p: offset for (_, p), offset in found.items()})
-            if time.monotonic() >= next_look:
-                next_look = time.monotonic() + TOPIC_LOOK_S
-                self._look_at_topic(set(parts))
-
-    def _look_at_topic(self, known: set[int]) -> None:
-        canary = self.canary
-        try:
-            md = self.session.admin.list_topics(topic=canary.settings.topic,
-                                                  timeout=canary.conn.timeout)
-        except client.KafkaException:
-            return
-        topic = md.topics.get(canary.settings.topic)
-        if topic is None or topic.error is not None:
-            return
-        canary.health.leaders = {p: m.leader for p, m in topic.partitions.items()}
-        canary.health.isr_sizes = {p: len(m.isrs) for p, m in topic.partitions.items()}
-        self.grown = sorted(set(topic.partitions) - known - set(self.grown)) + self.grown
 
 
 class Canary:
@@ -394,68 +344,4 @@ def _epoch(msg: Any) -> int | None:
     return int(epoch) if epoch is not None and epoch >= 0 else None
 
 
-@dataclass(frozen=True)
-class CanaryResult:
-    """What a canary run saw, for the summary report."""
-
-    topic: str
-    run_id: str
-    settings: dict[str, Any]
-    seconds: float
-    partitions: list[dict[str, Any]]
-    anomalies: dict[str, int]
-    events: list[dict[str, Any]]
-    faults: list[dict[str, Any]]
-    notes: list[str]
-    expect: str | None
-
-    def total(self, count: str) -> int:
-        return sum(int(p[count]) for p in self.partitions)
-
-    def lost_causes(self) -> dict[str, int]:
-        causes: dict[str, int] = {}
-        for p in self.partitions:
-            for cause, n in p["lost_causes"].items():
-                causes[cause] = causes.get(cause, 0) + n
-        return causes
-
-    def violations(self) -> list[str]:
-        """One line per reason the verdict is not ``pass`` (as ``probe``: loss always,
-        duplicates under exactly-once and at-most-once, reordering under exactly-once)."""
-        out = []
-        if lost := self.total("lost"):
-            causes = ", ".join(f"{n} {c}" for c, n in sorted(self.lost_causes().items()))
-            out.append(f"lost: {lost} acknowledged record(s) ({causes})")
-        repeated = self.total("duplicated") + self.total("beyond_window")
-        if repeated and self.expect in ("exactly-once", "at-most-once"):
-            out.append(f"duplicated: {repeated} record(s) read more than once")
-        if self.total("reordered") and self.expect == "exactly-once":
-            out.append(f"reordered: {self.total('reordered')} record(s) read out of order")
-        if unread := self.total("acked_unread"):
-            out.append(f"unverified: {unread} acknowledged record(s) not read back before "
-                       "the end (not counted lost)")
-        return out
-
-    @property
-    def verdict(self) -> str:
-        return "fail" if self.violations() else "pass"
-
-
-def result_of(canary: Canary) -> CanaryResult:
-    """The canary's books as they stand, for the summary report."""
-    with canary.lock:
-        partitions = [{"partition": part, **{c: book.counts[c] for c in COUNTS},
-                       "lost_causes": {c: n for c, n in book.lost_by_cause.items() if n},
-                       **book.unsettled()}
-                      for part, book in sorted(canary.books.items())]
-    p = canary.settings.producer
-    return CanaryResult(
-        topic=canary.settings.topic, run_id=canary.run_id.hex(),
-        settings={"acks": p.acks, "idempotence": p.idempotence, "rate": p.rate,
-                  "message_size": p.message_size, "window_s": canary.settings.window_s,
-                  "late_after_s": canary.settings.late_after_s,
-                  "faults": [f.label() for f in p.faults], "topic_created": canary.created},
-        seconds=round(time.monotonic() - canary.started, 3), partitions=partitions,
-        anomalies=dict(canary.anomaly_counts), events=list(canary.events),
-        faults=[asdict(e) for e in canary.log.events() if e.kind in ("fault", "heal", "note")],
-        notes=list(canary.notes), expect=p.expect)
+__all__ = ["Canary", "CanaryResult", "CanarySettings", "result_of"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from kaudit.canary.service import CanaryResult
+from kaudit.canary.result import CanaryResult
 from kaudit.report.base import RenderOptions, Report
 
 SCHEMA = "kaudit.canary/v1"
