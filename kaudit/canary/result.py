@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kaudit.canary.book import COUNTS
@@ -26,6 +26,8 @@ class CanaryResult:
     faults: list[dict[str, Any]]
     notes: list[str]
     expect: str | None
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    """The last hour, second by second (the HTML page's chart; not in the JSON)."""
 
     def total(self, count: str) -> int:
         return sum(int(p[count]) for p in self.partitions)
@@ -66,6 +68,7 @@ def result_of(canary: Canary) -> CanaryResult:
                        "lost_causes": {c: n for c, n in book.lost_by_cause.items() if n},
                        **book.unsettled()}
                       for part, book in sorted(canary.books.items())]
+        timeline = canary.timeline.rows()
     p = canary.settings.producer
     return CanaryResult(
         topic=canary.settings.topic, run_id=canary.run_id.hex(),
@@ -75,5 +78,6 @@ def result_of(canary: Canary) -> CanaryResult:
                   "faults": [f.label() for f in p.faults], "topic_created": canary.created},
         seconds=round(time.monotonic() - canary.started, 3), partitions=partitions,
         anomalies=dict(canary.anomaly_counts), events=list(canary.events),
-        faults=[asdict(e) for e in canary.log.events() if e.kind in ("fault", "heal", "note")],
-        notes=list(canary.notes), expect=p.expect)
+        faults=[asdict(e) for e in canary.log.events()
+                if e.kind in ("fault", "heal", "note", "leader-change")],
+        notes=list(canary.notes), expect=p.expect, timeline=timeline)

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from kaudit.canary.book import PartitionBook
 from kaudit.canary.result import CanaryResult, result_of
+from kaudit.canary.timeline import Timeline
 from kaudit.canary.watcher import HOUSEKEEPING_S, Watcher
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, ErrorCollector, new_consumer, new_producer
@@ -47,7 +48,7 @@ from kaudit.waiting import Deadline
 DEFAULT_TOPIC = "kaudit-canary"
 EVENTS_KEPT = 1000
 """Events of each kind the summary keeps (the --events file has every one)."""
-NOT_ANOMALIES = ("fault", "heal", "note", "partitions-added")
+NOT_ANOMALIES = ("fault", "heal", "note", "leader-change", "partitions-added")
 """Events --events carries that are not anomalies (faults are in the summary's own list)."""
 
 
@@ -91,6 +92,7 @@ class Canary:
         """Held while the books change: the metrics endpoint reads them from its thread."""
         self.books: dict[int, PartitionBook] = {}
         self.health = Health()
+        self.timeline = Timeline(self.started)
         self.events: list[dict[str, Any]] = []
         self.anomaly_counts: dict[str, int] = {}
         self.log = EventLog(self.started)
@@ -215,6 +217,7 @@ class Canary:
         now = time.monotonic()
         with self.lock:
             self.books[part].sent(seq, now)
+            self.timeline.add("sent", now)
         value = encode(seq, global_seq, time.time_ns())
         try:
             producer.produce(self.settings.topic, value, None, part)
@@ -239,12 +242,15 @@ class Canary:
             if error is None and offset is not None and offset >= 0:
                 book.acked(seq, offset, now, epoch)
                 self.health.last_ack = now
+                self.timeline.add("acked", now)
                 if sent is not None:
                     self.ack_latency(now - sent.sent_at)
+                    self.timeline.ack_latency(now, now - sent.sent_at)
             else:
                 indeterminate = classify_error(error or "_UNKNOWN") \
                     is SendOutcome.indeterminate
                 book.not_acked(seq, now, indeterminate)
+                self.timeline.add("indeterminate" if indeterminate else "failed", now)
 
     def _read(self, consumer: Any, timeout: float) -> None:
         messages = consumer.consume(num_messages=2000, timeout=timeout)
@@ -274,7 +280,9 @@ class Canary:
         # Faults and heals go to --events too, in order with the anomalies they explain.
         for fault in self.log.events()[self._faults_told:]:
             self._faults_told += 1
-            found.append({"kind": fault.kind, "detail": fault.detail})
+            found.append({"kind": fault.kind, "detail": fault.detail}
+                         | ({"partition": fault.partition} if fault.partition is not None
+                            else {}))
         seen, self.watcher.seen = self.watcher.seen, None
         with self.lock:
             for part, book in self.books.items():
@@ -326,7 +334,10 @@ class Canary:
         once, with the wall-clock time."""
         kind = event["kind"]
         event = {"time": round(time.time(), 3), "topic": self.settings.topic, **event}
-        event.pop("at", None)
+        at = event.pop("at", None)
+        if kind in ("lost", "duplicated"):
+            with self.lock:
+                self.timeline.add(kind, time.monotonic() if at is None else at)
         if kind not in NOT_ANOMALIES:
             self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
         # The summary keeps the first EVENTS_KEPT of each kind: a flood of late reads must

@@ -62,6 +62,11 @@ class Watcher(threading.Thread):
         topic = md.topics.get(canary.settings.topic)
         if topic is None or topic.error is not None:
             return
-        canary.health.leaders = {p: m.leader for p, m in topic.partitions.items()}
+        leaders = {p: m.leader for p, m in topic.partitions.items()}
+        for p, leader in sorted(leaders.items()):
+            before = canary.health.leaders.get(p)
+            if before is not None and before != leader:
+                canary.log.add("leader-change", f"leader {before} -> {leader}", p)
+        canary.health.leaders = leaders
         canary.health.isr_sizes = {p: len(m.isrs) for p, m in topic.partitions.items()}
         self.grown = sorted(set(topic.partitions) - known - set(self.grown)) + self.grown

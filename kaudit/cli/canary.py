@@ -81,7 +81,7 @@ def canary(
         metavar="FILE", rich_help_panel=METRICS,
         help="Append each anomaly (lost, duplicated, reordered, late...) as a JSON line.")
     ] = None,
-    format: options.Format = None,
+    format: options.PageFormatOption = None,
     output: options.Output = None,
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
@@ -129,7 +129,7 @@ def canary(
                 server.shutdown()
     result = result_of(run)
     # A SIGTERM is how a service is told to stop: the run's verdict decides the exit code.
-    return end_run("canary", render(SUMMARY, result, choose_format(format, output)), output,
+    return end_run("canary", render(SUMMARY, result, choose_format(format, output, html=True)), output,
                    verdict=first_of(result.verdict, result.violations()), interrupted=False,
                    failed=result.verdict != "pass")
 

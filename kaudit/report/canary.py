@@ -7,7 +7,7 @@ from typing import Any
 from tabulate import tabulate
 
 from kaudit.canary.result import CanaryResult
-from kaudit.report.base import RenderOptions, Report
+from kaudit.report.base import RenderOptions, Report, text_only
 
 SCHEMA = "kaudit.canary/v1"
 
@@ -47,11 +47,72 @@ def canary_table(result: CanaryResult, _options: RenderOptions) -> str:
                      f"{first['cause']}: {first['evidence']}")
     if len(runs) > 10:
         lines.append("  ... (every loss is in --format json and --events)")
-    lines += [f"{f['kind']} at {f['at_s']:.1f}s: {f['detail']}" for f in result.faults]
+    lines += [f"{f['kind']} at {f['at_s']:.1f}s: {_where(f)}{f['detail']}" for f in result.faults]
     lines += [f"note: {n}" for n in result.notes]
     lines.append(f"verdict: {result.verdict}")
     lines += [f"  {v}" for v in result.violations()]
     return "\n".join(lines) + "\n"
+
+
+def _where(event: dict[str, Any]) -> str:
+    return f"p{event['partition']} " if event.get("partition") is not None else ""
+
+
+def canary_html(result: CanaryResult) -> str:
+    """The summary as one page: the verdict and its reasons, the counts per partition, the
+    losses by cause with their evidence, the last hour's timeline, then the events."""
+    from kaudit.report import html
+
+    n = html.number
+    counts = html.table(["partition", *TABLE_COLUMNS],
+                        [[p["partition"], *(n(p[c]) for c in TABLE_COLUMNS)]
+                         for p in result.partitions]
+                        + [["all", *(n(result.total(c)) for c in TABLE_COLUMNS)]])
+    losses = [(f"p{first['partition']}", f"{first['seq']}-{last['seq']}", n(count),
+               f"{first['offset']}-{last['offset']}", first["cause"], first["evidence"])
+              for first, last, count in _lost_runs(result.events)]
+    sections = [("Counts", counts)]
+    if losses:
+        sections.append(("Losses", html.table(
+            ["partition", "sequences", "records", "offsets", "cause", "evidence"], losses)))
+    sections.append(("Timeline", html.timeline(
+        timeline_record(result), "the last hour, per second: records sent and acknowledged, "
+                                 "ack latency; faults and leader changes marked")))
+    if result.faults:
+        sections.append(("Events", html.table(
+            ["at", "kind", "partition", "detail"],
+            [(f"{f['at_s']:.1f}s", f["kind"], "-" if f.get("partition") is None
+              else f["partition"], f["detail"]) for f in result.faults])))
+    if result.notes:
+        sections.append(("Notes", "<ul>" + "".join(f"<li>{html.escape(note)}</li>"
+                                                   for note in result.notes) + "</ul>"))
+    sections.append(("Settings", html.table(["setting", "value"],
+                                            sorted(result.settings.items()))))
+    violations = result.violations()
+    reason = violations[0] if violations else (
+        f"every one of {result.total('acked'):,} acknowledged record(s) was read back or is "
+        "still in flight; nothing was lost")
+    return html.page(f"kaudit canary {result.run_id[:12]} on {result.topic}", result.verdict,
+                     "", sections, reason=reason, context=_context(result),
+                     head=html.reasons(violations))
+
+
+def _context(result: CanaryResult) -> str:
+    s = result.settings
+    faults = ", ".join(s.get("faults") or []) or "no fault"
+    return (f"acks={s['acks']}, idempotence {'on' if s['idempotence'] else 'off'}, "
+            f"{s['rate']:g} records/s, {faults}; "
+            f"{'--expect ' + result.expect if result.expect else 'no --expect'}; "
+            f"{result.seconds:.0f}s in all")
+
+
+def timeline_record(result: CanaryResult) -> dict[str, Any]:
+    """The run in the shape the timeline chart reads (a probe record's)."""
+    return {"command": "canary", "run_id": result.run_id, "topic": result.topic,
+            "settings": result.settings,
+            "timeline": result.timeline, "events": result.faults,
+            "verdict": result.verdict, "latency_ms": None,
+            **{k: result.total(k) for k in ("sent", "acked", "lost", "duplicated", "reordered")}}
 
 
 def _lost_runs(events: list[dict[str, Any]]
@@ -71,4 +132,5 @@ def _lost_runs(events: list[dict[str, Any]]
 
 
 CANARY: Report[CanaryResult] = Report(name="canary", schema=SCHEMA, document=canary_document,
-                                      renderers={"table": canary_table})
+                                      renderers={"table": canary_table,
+                                                 "html": text_only(canary_html)})

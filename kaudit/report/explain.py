@@ -100,6 +100,21 @@ EXPLANATIONS: dict[str, Explanation] = {
 """Every reason :meth:`~kaudit.probe.model.ProbeReport.violations` gives, by the start of
 its text: what it means and what to do."""
 
+LOST_DELETED = Explanation(
+    "These writes were acknowledged and stored, then removed from the log before a reader "
+    "got to them: the partition's log start offset moved above their offsets, by "
+    "retention (retention.ms, retention.bytes) or by a DeleteRecords call.",
+    "Readers must keep up within retention: raise the topic's retention, alert on "
+    "consumer lag before it nears it, and find who deletes records (kafka-delete-records, "
+    "an admin tool; the brokers' request log names the client).")
+"""A loss whose every record was deleted (its verdict line names no other cause)."""
+
+UNVERIFIED = Explanation(
+    "Acknowledged records the reader had not reached when the run ended: not lost, not "
+    "checked either.",
+    "Give the run more time to read back (a longer drain, or --duration), and look at "
+    "why the reader lagged: consumer lag, a stalled partition, a fault still in force.")
+
 PERMANENT = Explanation(
     "The brokers refused these writes for a reason no retry fixes; the words after "
     "'permanent,' name the setting at fault.",
@@ -110,6 +125,11 @@ PERMANENT = Explanation(
 
 def explain(reason: str) -> Explanation | None:
     """What ``reason`` (a line of a report's ``violations``) means and what to do."""
+    if reason.startswith("lost:") and "deleted" in reason \
+            and "truncated" not in reason and "unknown" not in reason:
+        return LOST_DELETED  # the usual "leader without them" story would mislead here
+    if reason.startswith("unverified:"):
+        return UNVERIFIED
     for start, explanation in EXPLANATIONS.items():
         if reason.startswith(start):
             return explanation

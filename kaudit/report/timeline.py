@@ -151,13 +151,15 @@ def _flag(value: Any) -> str:
 def _title(record: Mapping[str, Any]) -> tuple[str, str, str]:
     s = record.get("settings") or {}
     run_id = str(record.get("run_id") or "")[:12]
-    head = f"kaudit probe {run_id} on {record['topic']}".replace("  ", " ")
+    command = record.get("command", "probe")
+    head = f"kaudit {command} {run_id} on {record['topic']}".replace("  ", " ")
     parts = [f"acks={s.get('acks', '-')}", f"idempotence={_flag(s.get('idempotence'))}"]
     if s.get("transactional"):
         parts.append("transactional")
     if s.get("replication_factor") is not None:
         parts.append(f"RF={s['replication_factor']}")
-    parts.append(f"min.isr={s.get('min_insync_replicas') or 'default'}")
+    if "min_insync_replicas" in s:  # a canary's topic is its own: no such setting
+        parts.append(f"min.isr={s['min_insync_replicas'] or 'default'}")
     if s.get("unclean_leader_election") is not None:
         parts.append(f"unclean={_flag(s['unclean_leader_election'])}")
     faults = s.get("faults") or []

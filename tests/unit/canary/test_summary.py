@@ -3,39 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
-from typing import Any, cast
-
 from prometheus_client import CollectorRegistry, generate_latest
 
-from kaudit.canary.book import PartitionBook
 from kaudit.canary.metrics import BooksCollector
-from kaudit.canary.service import EVENTS_KEPT, Canary, CanarySettings, result_of
-from kaudit.connect.settings import ConnectionSettings
-from kaudit.probe.model import ProbeSettings
+from kaudit.canary.service import EVENTS_KEPT, result_of
 from kaudit.report.base import render
 from kaudit.report.canary import CANARY
-
-
-def a_canary(expect: str | None = None) -> Canary:
-    settings = CanarySettings(producer=ProbeSettings(rate=10, expect=expect))
-    conn = ConnectionSettings("127.0.0.1:1", properties={"sasl.password": "s3cret-pw"})
-    canary = Canary(conn, settings, cast(Any, None), threading.Event(), lambda _: None)
-    for part in (0, 1):
-        canary.books[part] = PartitionBook(part, 60, 5)
-    b0, b1 = canary.books[0], canary.books[1]
-    for seq in range(3):
-        b0.sent(seq, 0.0)
-        b0.acked(seq, seq, 0.1)
-    b0.read(1, 1, 0.2)
-    found = b0.read(1, 3, 0.3)  # a duplicate
-    b0.read(2, 2, 0.4)
-    found += b0.passed(3, 1, 0.5)  # seq 0 at offset 0, below the log start 1: deleted
-    for event in found:
-        canary.add_event(event)
-    b1.sent(0, 0.0)
-    b1.acked(0, 7, 0.1)  # acknowledged, not read by the end
-    return canary
+from tests.unit.canary.sample import a_canary
 
 
 def test_a_loss_fails_with_its_cause_and_duplicates_only_under_exactly_once() -> None:
@@ -101,3 +75,12 @@ def test_a_flood_of_late_reads_does_not_crowd_the_losses_out_of_the_summary() ->
     assert [e["kind"] for e in result.events].count("late") == EVENTS_KEPT
     assert result.anomalies["late"] == EVENTS_KEPT + 50
     assert any(e["kind"] == "lost" and e["seq"] == 9 for e in result.events)
+
+
+def test_the_page_shows_the_counts_the_losses_the_timeline_and_no_secret() -> None:
+    page = render(CANARY, result_of(a_canary()), "html")
+    assert page.startswith("<!DOCTYPE html>") and "kaudit canary" in page
+    assert "lost: 1 acknowledged record(s) (1 deleted)" in page
+    assert "below the log start offset 1" in page  # the loss's evidence
+    assert page.count('src="data:image/png;base64,') == 1  # the timeline, drawn
+    assert "leader 1 -&gt; 2" in page and "s3cret" not in page

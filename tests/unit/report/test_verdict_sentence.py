@@ -15,6 +15,8 @@ from kaudit.probe.monitor import ProbeEvent
 from kaudit.probe.prove import judge
 from kaudit.report.explain import (
     EXPLANATIONS,
+    LOST_DELETED,
+    UNVERIFIED,
     explain,
     matrix_sentence,
     probe_sentence,
@@ -198,3 +200,15 @@ def test_a_prove_sentence_counts_the_claims_and_names_one_that_did_not_hold() ->
         "judged, their run not made or inconclusive.")
     doc["rows"] = [r for r in doc["rows"] if r["verdict"] == "CONFIRMED"]
     assert prove_sentence(doc) == "All 2 claims held in 5 s."
+
+
+def test_a_loss_to_deletion_alone_is_explained_as_retention_not_as_a_failover() -> None:
+    canary = explain("lost: 10 acknowledged record(s) (10 deleted)")
+    probe = explain("lost: 6 acknowledged message(s) never read back: 6 deleted below the "
+                    "log start offset before they were read, retention or DeleteRecords")
+    assert canary is probe is LOST_DELETED and "retention" in canary.means
+    mixed = explain("lost: 12 acknowledged record(s) (10 deleted, 2 truncated)")
+    assert mixed is EXPLANATIONS["lost:"]
+    assert explain("lost: 3 acknowledged record(s) (3 unknown)") is EXPLANATIONS["lost:"]
+    assert explain("unverified: 4 acknowledged record(s) not read back before the end "
+                   "(not counted lost)") is UNVERIFIED
