@@ -9,7 +9,10 @@ A record is kept from its send until its fate is final, then forgotten:
   record, or was acknowledged to another since; else ``unknown``, said as such);
 - failed or indeterminate and not read within ``window_s`` of its answer: absent
   (``indeterminate_absent``; a failed one was expected to be absent);
-- read while failed or indeterminate: ``failed_present`` / ``indeterminate_present``.
+- read while failed or indeterminate: ``failed_present`` / ``indeterminate_present``;
+- in a transaction the producer aborted: ``aborted``, never to be read (a read of it is
+  ``aborted_visible``); in a transaction whose commit has no known outcome:
+  ``indeterminate``.
 
 A forgotten record's sequence and fate are remembered for ``window_s`` more: a read of it
 then is ``duplicated`` (it had been read) or ``reappeared`` (it had been declared lost or
@@ -28,7 +31,7 @@ from typing import Any
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "read", "lost", "duplicated",
           "reordered", "late", "failed_present", "indeterminate_present",
-          "indeterminate_absent", "reappeared", "beyond_window")
+          "indeterminate_absent", "reappeared", "beyond_window", "aborted", "aborted_visible")
 """Every per-partition count, in the order the reports show them."""
 
 CAUSES = ("deleted", "truncated", "unknown")
@@ -77,8 +80,8 @@ class PartitionBook:
 
     def acked(self, seq: int, offset: int, now: float, epoch: int | None = None) -> None:
         record = self.open.get(seq)
-        if record is None:
-            return
+        if record is None or record.outcome != "pending":
+            return  # a send already settled: its transaction's end came first
         self.counts["acked"] += 1
         record.outcome, record.offset, record.answered_at = "acked", offset, now
         record.epoch = epoch
@@ -93,7 +96,7 @@ class PartitionBook:
     def not_acked(self, seq: int, now: float, indeterminate: bool) -> None:
         """A send that failed surely (``indeterminate`` False) or may have been written."""
         record = self.open.get(seq)
-        if record is None:
+        if record is None or record.outcome != "pending":
             return
         record.outcome = "indeterminate" if indeterminate else "failed"
         record.answered_at = now
@@ -101,6 +104,31 @@ class PartitionBook:
         if record.read:
             self.counts[f"{record.outcome}_present"] += 1
             self._forget(seq, now)
+
+    def withdrawn(self, seq: int, now: float, aborted: bool) -> list[dict[str, Any]]:
+        """The record's transaction was aborted (``aborted``), or its commit has no known
+        outcome: an acknowledgement no longer promises it will be read."""
+        record = self.open.get(seq)
+        if record is None:
+            return []
+        if record.outcome == "acked":
+            self.counts["acked"] -= 1
+            if record.offset is not None and self.owners.get(record.offset) == seq:
+                del self.owners[record.offset]
+        record.outcome, record.answered_at = "indeterminate", now
+        if not aborted:
+            self.counts["indeterminate"] += 1
+            if record.read:
+                self.counts["indeterminate_present"] += 1
+                self._forget(seq, now)
+            return []
+        self.counts["aborted"] += 1
+        events = []
+        if record.read:
+            self.counts["aborted_visible"] += 1
+            events.append(self._event("aborted_visible", seq, record.offset or -1, now))
+        self._forget(seq, now, "aborted")
+        return events
 
     # --- the reader's side -----------------------------------------------------------
 
@@ -116,7 +144,8 @@ class PartitionBook:
         record = self.open.get(seq)
         if record is None or record.read:
             fate = "read" if record is not None else self.fates.get(seq)
-            kind = {"read": "duplicated", "gone": "reappeared"}.get(fate or "", "beyond_window")
+            kind = {"read": "duplicated", "gone": "reappeared",
+                    "aborted": "aborted_visible"}.get(fate or "", "beyond_window")
             self.counts[kind] += 1
             events.append(self._event(kind, seq, offset, now))
             return events

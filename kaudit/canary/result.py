@@ -49,6 +49,9 @@ class CanaryResult:
         repeated = self.total("duplicated") + self.total("beyond_window")
         if repeated and self.expect in ("exactly-once", "at-most-once"):
             out.append(f"duplicated: {repeated} record(s) read more than once")
+        if visible := self.total("aborted_visible"):
+            out.append(f"aborted_visible: {visible} record(s) of aborted transactions were "
+                       "read by a read_committed reader")
         if self.total("reordered") and self.expect == "exactly-once":
             out.append(f"reordered: {self.total('reordered')} record(s) read out of order")
         if unread := self.total("acked_unread"):
@@ -72,7 +75,8 @@ def result_of(canary: Canary) -> CanaryResult:
     p = canary.settings.producer
     return CanaryResult(
         topic=canary.settings.topic, run_id=canary.run_id.hex(),
-        settings={"acks": p.acks, "idempotence": p.idempotence, "rate": p.rate,
+        settings={"acks": p.acks, "idempotence": p.idempotence or p.transactional,
+                  "transactional": p.transactional, "rate": p.rate,
                   "message_size": p.message_size, "window_s": canary.settings.window_s,
                   "late_after_s": canary.settings.late_after_s,
                   "faults": [f.label() for f in p.faults], "topic_created": canary.created},

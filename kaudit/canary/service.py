@@ -26,6 +26,7 @@ from typing import IO, Any
 from kaudit.canary.book import PartitionBook
 from kaudit.canary.result import CanaryResult, result_of
 from kaudit.canary.timeline import Timeline
+from kaudit.canary.transactions import Transactions
 from kaudit.canary.watcher import HOUSEKEEPING_S, Watcher
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, ErrorCollector, new_consumer, new_producer
@@ -43,6 +44,7 @@ from kaudit.probe.ledger import SendOutcome, classify_error
 from kaudit.probe.model import ProbeSettings
 from kaudit.probe.monitor import EventLog
 from kaudit.probe.payload import decode, encoder
+from kaudit.probe.produce import _init_transactions as init_transactions
 from kaudit.waiting import Deadline
 
 DEFAULT_TOPIC = "kaudit-canary"
@@ -107,6 +109,7 @@ class Canary:
         self._faults_told = 0
         self.watcher = Watcher(self)
         self.stall = ReaderStall()
+        self.txn: Transactions | None = None
         self._paused = False
 
     # --- setup -----------------------------------------------------------------------
@@ -150,10 +153,17 @@ class Canary:
         partitions = self.prepare_topic()
         collector = ErrorCollector()
         conf = p.producer_config() | {"on_delivery": self._on_delivery}
-        producer = new_producer(self.conn, collector, **conf)
+        if p.transactional:
+            conf["transactional.id"] = f"kaudit-canary-{self.run_id.hex()}"
+        producer = self._new_producer(conf, collector)
         consumer = new_consumer(self.conn, None, **{
             "group.id": f"kaudit-canary-{self.run_id.hex()}", "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50})
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50,
+            "isolation.level": "read_committed"})
+        if p.transactional:
+            self.txn = Transactions(producer, lambda: self._new_producer(conf, collector),
+                                    p.txn_size, p.abort_ratio, 3 * self.conn.timeout,
+                                    self._transaction_ended, self.notes.append)
         if s.events is not None:
             self._events_file = s.events.open("a", encoding="utf-8")
         injector = self._injector() if p.faults else None
@@ -161,6 +171,9 @@ class Canary:
             self._add_partitions(partitions, consumer, "latest")
             self.watcher.start()
             self._loop(producer, consumer)
+            if self.txn is not None:
+                self.txn.turn(time.monotonic(), last=True)
+                producer = self.txn.producer
             if injector is not None:
                 injector.cancel()  # a fault still in force ends now: a stalled reader too
             self._drain(producer, consumer)
@@ -175,6 +188,22 @@ class Canary:
             if self._events_file is not None:
                 self._events_file.close()
 
+    def _new_producer(self, conf: dict[str, Any], collector: ErrorCollector) -> Any:
+        producer = new_producer(self.conn, collector, **conf)
+        if "transactional.id" in conf:
+            init_transactions(producer, self.conn, collector)
+        return producer
+
+    def _transaction_ended(self, members: list[tuple[int, int]], aborted: bool) -> None:
+        """An aborted transaction's records are never to be read; those of a commit with
+        no known outcome are indeterminate."""
+        now, found = time.monotonic(), []
+        with self.lock:
+            for part, seq in members:
+                found += self.books[part].withdrawn(seq, now, aborted)
+        for event in found:
+            self.add_event(event)
+
     def _loop(self, producer: Any, consumer: Any) -> None:
         s = self.settings
         rate = s.producer.rate or 100.0
@@ -185,10 +214,15 @@ class Canary:
         sent = 0
         while not self.stop.is_set() and time.monotonic() < end:
             now = time.monotonic()
+            if self.txn is not None:
+                self.txn.turn(now)
+                producer = self.txn.producer  # a new one after a fatal error
             while next_send <= now:
                 order = sorted(self.books)
                 part = order[sent % len(order)]
-                self._send(producer, encode, part, sent)
+                # No send while a commit is pending: the record is skipped, not queued.
+                if self.txn is None or self.txn.can_send(now):
+                    self._send(producer, encode, part, sent)
                 sent += 1
                 next_send += interval
             producer.poll(0)
@@ -221,6 +255,8 @@ class Canary:
         value = encode(seq, global_seq, time.time_ns())
         try:
             producer.produce(self.settings.topic, value, None, part)
+            if self.txn is not None:
+                self.txn.sent(part, seq)
         except BufferError:
             self._answered(part, seq, "_QUEUE_FULL", None)
         except client.KafkaException as exc:

@@ -29,6 +29,7 @@ METRICS = "Metrics and events"
 
 @options.with_connection
 def canary(
+    ctx: typer.Context,
     topic: Annotated[str, typer.Option(
         metavar="NAME", callback=options.topic_name,
         help="The canary's topic; created when missing (a partition per broker, RF min(3, "
@@ -47,6 +48,9 @@ def canary(
         help="enable.idempotence of the producer.")] = True,
     message_size: Annotated[int, typer.Option(min=40, rich_help_panel=PRODUCER,
                                               help="Bytes per record value.")] = 100,
+    transactional: options.Transactional = False,
+    txn_size: options.TxnSize = 100,
+    abort_ratio: options.AbortRatio = 0.0,
     producer_property: Annotated[list[str] | None, typer.Option(
         metavar="KEY=VALUE", rich_help_panel=PRODUCER,
         help="Producer-only librdkafka property; repeatable (not one an option sets).")
@@ -64,12 +68,8 @@ def canary(
         autocompletion=options.complete_fault(CANARY),
         help=f"{fault_help(CANARY)}; repeatable. `man kaudit-canary` says what each "
              "does.")] = None,
-    fault_at: Annotated[str, typer.Option(
-        metavar="SECONDS|PCT%", rich_help_panel=FAULTS,
-        help="When to inject: seconds from the start, or a share of --duration.")] = "30",
-    fault_duration: Annotated[float, typer.Option(
-        min=0.0, metavar="SECONDS", rich_help_panel=FAULTS,
-        help="How long before the fault is healed.")] = 10.0,
+    fault_at: options.FaultAt = "30",
+    fault_duration: options.FaultDuration = 10.0,
     lab_state_dir: options.FaultLabStateDir = None,
     metrics_port: Annotated[int | None, typer.Option(
         min=0, max=65535, metavar="PORT", rich_help_panel=METRICS,
@@ -98,6 +98,7 @@ def canary(
     from kaudit.probe.model import ProbeSettings
     from kaudit.report.canary import CANARY as SUMMARY
 
+    options.check_transaction_options(ctx, transactional, acks.value)
     faults = tuple(parse_fault(f, CANARY) for f in fault or [])
     check_faults(faults)
     at = parse_fault_at(fault_at)
@@ -108,6 +109,7 @@ def canary(
         raise InputError(f"--events {events}: no such directory {events.parent}")
     producer = ProbeSettings(
         acks=acks.value, idempotence=idempotence, message_size=message_size, rate=rate,
+        transactional=transactional, txn_size=txn_size, abort_ratio=abort_ratio,
         faults=faults, fault_at=at, fault_duration=fault_duration,
         lab_state_dir=lab_state_dir, expect=expect.value if expect else None,
         producer_properties=parse_key_values(producer_property or [], "--producer-property"))
@@ -129,7 +131,8 @@ def canary(
                 server.shutdown()
     result = result_of(run)
     # A SIGTERM is how a service is told to stop: the run's verdict decides the exit code.
-    return end_run("canary", render(SUMMARY, result, choose_format(format, output, html=True)), output,
+    page = render(SUMMARY, result, choose_format(format, output, html=True))
+    return end_run("canary", page, output,
                    verdict=first_of(result.verdict, result.violations()), interrupted=False,
                    failed=result.verdict != "pass")
 
@@ -139,7 +142,8 @@ def _serve(run: Canary, address: str, port: int, settings: CanarySettings) -> An
     from kaudit.canary.metrics import serve
 
     p = settings.producer
-    info = {"acks": p.acks, "idempotence": str(p.idempotence).lower(),
+    info = {"acks": p.acks, "idempotence": str(p.idempotence or p.transactional).lower(),
+            "transactional": str(p.transactional).lower(),
             "rate": f"{p.rate:g}", "message_size": str(p.message_size),
             "window_seconds": f"{settings.window_s:g}",
             "late_after_seconds": f"{settings.late_after_s:g}"}

@@ -37,6 +37,43 @@ FaultLabStateDir = Annotated[Path | None, typer.Option(
     help="State directory of the lab whose brokers the faults signal [default: the default "
          "lab].")]
 """``--lab-state-dir`` of probe and probe consume (lab faults)."""
+FaultAt = Annotated[str, typer.Option(
+    metavar="SECONDS|PCT%", rich_help_panel="Faults",
+    help="When to inject: seconds from the start, or a share of the run (40%).")]
+"""``--fault-at`` of probe and canary (each with its own default)."""
+FaultDuration = Annotated[float, typer.Option(
+    min=0.0, metavar="SECONDS", rich_help_panel="Faults",
+    help="How long before the fault is healed.")]
+"""``--fault-duration`` of probe and canary."""
+
+Transactional = Annotated[bool, typer.Option(
+    "--transactional", rich_help_panel="Producer",
+    help="Produce in transactions; read back with read_committed.")]
+TxnSize = Annotated[int, typer.Option(min=1, rich_help_panel="Producer",
+                                      help="Messages per transaction.")]
+AbortRatio = Annotated[float, typer.Option(
+    min=0.0, max=1.0, rich_help_panel="Producer",
+    help="Fraction of transactions aborted on purpose.")]
+"""``--transactional``, ``--txn-size`` and ``--abort-ratio`` of probe and canary."""
+
+
+def check_transaction_options(ctx: typer.Context, transactional: bool, acks: str) -> None:
+    """--txn-size and --abort-ratio describe transactions: refused without them (a run
+    without the transactions they describe would be silent about it); and a transactional
+    producer writes with acks=all only."""
+    from kaudit.cli.clicompat import ParameterSource
+    from kaudit.errors import InputError
+
+    if transactional:
+        if acks != "all":
+            raise InputError(f"--transactional needs --acks all (a transactional producer "
+                             f"is idempotent), not --acks {acks}")
+        return
+    given = [f"--{name.replace('_', '-')}" for name in ("txn_size", "abort_ratio")
+             if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+    if given:
+        raise InputError(f"{' and '.join(given)} "
+                         f"{'need' if len(given) > 1 else 'needs'} --transactional")
 
 BootstrapServer = Annotated[
     str | None,

@@ -74,14 +74,9 @@ def probe(
     idempotence: Annotated[bool, typer.Option(
         "--idempotence/--no-idempotence", rich_help_panel=PRODUCER,
         help="enable.idempotence of the producer.")] = True,
-    transactional: Annotated[bool, typer.Option(
-        "--transactional", rich_help_panel=PRODUCER,
-        help="Produce in transactions; read back with read_committed.")] = False,
-    txn_size: Annotated[int, typer.Option(min=1, rich_help_panel=PRODUCER,
-                                          help="Messages per transaction.")] = 100,
-    abort_ratio: Annotated[float, typer.Option(
-        min=0.0, max=1.0, rich_help_panel=PRODUCER,
-        help="Fraction of transactions aborted on purpose.")] = 0.0,
+    transactional: options.Transactional = False,
+    txn_size: options.TxnSize = 100,
+    abort_ratio: options.AbortRatio = 0.0,
     retries: Annotated[int | None, typer.Option(min=0, rich_help_panel=PRODUCER,
                                                 help="Producer retries.")] = None,
     max_in_flight: Annotated[int | None, typer.Option(
@@ -112,12 +107,8 @@ def probe(
         help=f"{fault_help(PRODUCER_PROBE)}; repeatable. `man kaudit-probe` says what each "
              "does.")
     ] = None,
-    fault_at: Annotated[str, typer.Option(
-        metavar="PCT%|SECONDS", rich_help_panel=FAULTS,
-        help="When to inject: share of the run (40%) or seconds from the start.")] = "40%",
-    fault_duration: Annotated[float, typer.Option(
-        min=0.0, metavar="SECONDS", rich_help_panel=FAULTS,
-        help="How long before the fault is healed.")] = 10.0,
+    fault_at: options.FaultAt = "40%",
+    fault_duration: options.FaultDuration = 10.0,
     lab_state_dir: options.FaultLabStateDir = None,
     expect: options.ExpectOption = None,
     max_unavailable: Annotated[float | None, typer.Option(
@@ -148,12 +139,7 @@ def probe(
 
     if existing and not topic:
         raise InputError("--existing needs --topic NAME")
-    if not transactional:
-        given = [f"--{name.replace('_', '-')}" for name in ("txn_size", "abort_ratio")
-                 if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
-        if given:  # else silently a run without the transactions they describe
-            raise InputError(f"{' and '.join(given)} "
-                             f"{'need' if len(given) > 1 else 'needs'} --transactional")
+    options.check_transaction_options(ctx, transactional, acks.value)
     if ctx.get_parameter_source("min_insync_replicas") in (None, ParameterSource.DEFAULT):
         min_insync_replicas = min(min_insync_replicas or 2, replication_factor)
     elif not existing and (min_insync_replicas or 0) > replication_factor:

@@ -19,7 +19,8 @@ def canary_document(result: CanaryResult) -> dict[str, Any]:
     """The summary as one JSON-ready dict."""
     totals = {c: result.total(c) for c in (*TABLE_COLUMNS, "failed_present",
                                            "indeterminate_present", "indeterminate_absent",
-                                           "reappeared", "beyond_window", "unanswered")}
+                                           "reappeared", "beyond_window", "unanswered",
+                                           "aborted", "aborted_visible")}
     return {
         "schema": SCHEMA, "topic": result.topic, "run_id": result.run_id,
         "settings": result.settings, "seconds": result.seconds,
@@ -101,6 +102,7 @@ def _context(result: CanaryResult) -> str:
     s = result.settings
     faults = ", ".join(s.get("faults") or []) or "no fault"
     return (f"acks={s['acks']}, idempotence {'on' if s['idempotence'] else 'off'}, "
+            f"{'transactional, ' if s.get('transactional') else ''}"
             f"{s['rate']:g} records/s, {faults}; "
             f"{'--expect ' + result.expect if result.expect else 'no --expect'}; "
             f"{result.seconds:.0f}s in all")

@@ -142,3 +142,35 @@ def test_a_truncation_names_the_leader_epochs_when_the_client_gives_them() -> No
     assert event["cause"] == "truncated"
     assert "acknowledged to it in leader epoch 3" in event["evidence"]
     assert "sequence 1 (leader epoch 4)" in event["evidence"]
+
+
+def test_an_aborted_transaction_is_never_to_be_read_and_a_read_of_it_is_a_violation() -> None:
+    book = PartitionBook(0, 60, 10)
+    for seq in range(3):
+        book.sent(seq, 0.0)
+    book.acked(0, 0, 0.1)
+    book.acked(1, 1, 0.1)
+    assert book.withdrawn(0, 0.5, aborted=True) == []
+    assert book.withdrawn(1, 0.5, aborted=True) == []
+    assert book.withdrawn(2, 0.5, aborted=True) == []  # its delivery report never came
+    book.acked(2, 2, 0.6)  # ... or came after the abort: the abort stands
+    assert (book.counts["acked"], book.counts["aborted"]) == (0, 3)
+    assert book.passed(10, 0, 1.0) == []  # the reader skips them: nothing is lost
+    [seen] = book.read(1, 1, 1.1)  # a reader shown an aborted record
+    assert seen["kind"] == "aborted_visible" and book.counts["aborted_visible"] == 1
+
+
+def test_a_commit_with_no_known_outcome_leaves_its_records_indeterminate() -> None:
+    book = PartitionBook(0, 60, 10)
+    book.sent(0, 0.0)
+    book.acked(0, 0, 0.1)
+    book.sent(1, 0.0)
+    book.acked(1, 1, 0.1)
+    book.withdrawn(0, 0.5, aborted=False)
+    book.withdrawn(1, 0.5, aborted=False)
+    book.read(1, 1, 0.6)
+    assert (book.counts["acked"], book.counts["indeterminate"]) == (0, 2)
+    assert book.counts["indeterminate_present"] == 1
+    assert book.passed(5, 0, 1.0) == [] and book.counts["lost"] == 0  # never lost
+    book.expire(100.0)
+    assert book.counts["indeterminate_absent"] == 1

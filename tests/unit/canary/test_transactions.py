@@ -1,0 +1,105 @@
+"""The canary's transactions against a recording producer: when they end, how, and what
+the books are told (the broker's side is the integration test's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kaudit.canary.transactions import OPEN_AT_MOST_S, Transactions
+from kaudit.cluster import client
+
+
+class Error:
+    def __init__(self, *, retriable: bool = False, abort: bool = False) -> None:
+        self._retriable, self._abort = retriable, abort
+
+    def retriable(self) -> bool:
+        return self._retriable
+
+    def fatal(self) -> bool:
+        return not self._retriable and not self._abort
+
+    def txn_requires_abort(self) -> bool:
+        return self._abort
+
+    def str(self) -> str:
+        return "broken"
+
+
+class Producer:
+    def __init__(self, fail_commits: list[Error] | None = None) -> None:
+        self.calls: list[str] = []
+        self.fail_commits = fail_commits or []
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*_args: Any) -> None:
+            self.calls.append(name)
+            if name == "commit_transaction" and self.fail_commits:
+                raise client.KafkaException(self.fail_commits.pop(0))
+        return call
+
+
+def transactions(producer: Producer, size: int = 3, ratio: float = 0.0
+                 ) -> tuple[Transactions, list[tuple[list[tuple[int, int]], bool]], list[str]]:
+    settled: list[tuple[list[tuple[int, int]], bool]] = []
+    notes: list[str] = []
+    txn = Transactions(producer, lambda: Producer(), size, ratio, 1.0,
+                       lambda members, aborted: settled.append((members, aborted)),
+                       notes.append)
+    return txn, settled, notes
+
+
+def send(txn: Transactions, seqs: range, now: float = 0.0) -> None:
+    for seq in seqs:
+        assert txn.can_send(now)
+        txn.sent(0, seq)
+
+
+def test_a_transaction_ends_when_full_or_a_second_old() -> None:
+    producer = Producer()
+    txn, settled, _ = transactions(producer, size=3)
+    send(txn, range(2))
+    txn.turn(0.5)
+    assert producer.calls == ["begin_transaction"]  # neither full nor old
+    send(txn, range(2, 3))
+    txn.turn(0.6)
+    assert producer.calls[-2:] == ["commit_transaction", "poll"] and settled == []
+    send(txn, range(3, 4), now=1.0)
+    txn.turn(1.0 + OPEN_AT_MOST_S)
+    assert producer.calls.count("commit_transaction") == 2 and txn.ended == 2
+
+
+def test_every_nth_transaction_is_aborted_on_purpose_and_the_books_are_told() -> None:
+    producer = Producer()
+    txn, settled, _ = transactions(producer, size=1, ratio=0.5)
+    for seq in range(4):
+        send(txn, range(seq, seq + 1))
+        txn.turn(0.0)
+    assert [s for s in settled] == [([(0, 1)], True), ([(0, 3)], True)]
+    assert producer.calls.count("abort_transaction") == 2
+    assert producer.calls.count("flush") == 2  # the aborted records reach the log first
+
+
+def test_a_commit_that_times_out_is_retried_and_nothing_is_sent_meanwhile() -> None:
+    producer = Producer([Error(retriable=True)])
+    txn, settled, notes = transactions(producer, size=1)
+    send(txn, range(1))
+    txn.turn(0.0)
+    assert txn.committing and not txn.can_send(0.1)
+    txn.turn(0.2)
+    assert not txn.committing and txn.can_send(0.3) and settled == [] and notes == []
+
+
+@pytest.mark.parametrize(("error", "aborted"), [(Error(abort=True), True), (Error(), False)])
+def test_a_failed_commit_is_aborted_or_left_indeterminate(error: Error, aborted: bool
+                                                          ) -> None:
+    producer = Producer([error])
+    txn, settled, notes = transactions(producer, size=1)
+    send(txn, range(2))
+    txn.turn(0.0)
+    assert settled == [([(0, 0), (0, 1)], aborted)]
+    assert notes == ["transaction commit failed: broken"]
+    # A fatal error: the session is over, a new producer takes over.
+    assert (txn.producer is producer) == aborted
