@@ -106,15 +106,16 @@ class PartitionBook:
             self._forget(seq, now)
 
     def withdrawn(self, seq: int, now: float, aborted: bool) -> list[dict[str, Any]]:
-        """The record's transaction was aborted (``aborted``), or its commit has no known
-        outcome: an acknowledgement no longer promises it will be read."""
+        """The record's transaction was aborted (``aborted``): it counts as ``aborted``
+        instead of what its send was told. Or its commit has no known outcome: an
+        acknowledgement no longer promises it will be read, it is ``indeterminate``."""
         record = self.open.get(seq)
-        if record is None:
+        if record is None or (not aborted and record.outcome in ("failed", "indeterminate")):
             return []
-        if record.outcome == "acked":
-            self.counts["acked"] -= 1
-            if record.offset is not None and self.owners.get(record.offset) == seq:
-                del self.owners[record.offset]
+        if record.outcome != "pending":
+            self.counts[record.outcome] -= 1
+        if record.offset is not None and self.owners.get(record.offset) == seq:
+            del self.owners[record.offset]
         record.outcome, record.answered_at = "indeterminate", now
         if not aborted:
             self.counts["indeterminate"] += 1

@@ -49,6 +49,8 @@ from kaudit.waiting import Deadline
 
 DEFAULT_TOPIC = "kaudit-canary"
 EVENTS_KEPT = 1000
+TXN_CALL_S = 1.0
+"""How long a commit or abort may hold the loop; one that times out is tried again."""
 """Events of each kind the summary keeps (the --events file has every one)."""
 NOT_ANOMALIES = ("fault", "heal", "note", "leader-change", "partitions-added")
 """Events --events carries that are not anomalies (faults are in the summary's own list)."""
@@ -162,7 +164,7 @@ class Canary:
             "isolation.level": "read_committed"})
         if p.transactional:
             self.txn = Transactions(producer, lambda: self._new_producer(conf, collector),
-                                    p.txn_size, p.abort_ratio, 3 * self.conn.timeout,
+                                    p.txn_size, p.abort_ratio, TXN_CALL_S,
                                     self._transaction_ended, self.notes.append)
         if s.events is not None:
             self._events_file = s.events.open("a", encoding="utf-8")

@@ -36,6 +36,9 @@ def canary_table(result: CanaryResult, _options: RenderOptions) -> str:
     rows.append(["all", *(result.total(c) for c in TABLE_COLUMNS)])
     lines = [f"kaudit canary: {result.topic}, {result.seconds:.0f}s, run {result.run_id[:8]}",
              "", tabulate(rows, headers=["partition", *TABLE_COLUMNS]), ""]
+    if result.settings.get("transactional"):
+        lines.append(f"aborted transactions held {result.total('aborted')} record(s); "
+                     f"{result.total('aborted_visible')} of them were read")
     causes = result.lost_causes()
     if causes:
         lines.append("lost by cause: " + ", ".join(f"{c} {n}" for c, n in sorted(causes.items())))

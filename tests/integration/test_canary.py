@@ -1,6 +1,7 @@
 """`kaudit canary` on the real lab, scraped by a real Prometheus: a truncation counted
-exactly with its cause, and a rolling restart of every broker lost nothing and moved no
-partition."""
+exactly with its cause; acks=all through the same fault and a rolling restart of every
+broker, nothing lost and no partition moved; records deleted ahead of a stalled reader,
+exactly; a frozen cluster, and a second canary on the same topic."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from kaudit.lab.manager import lab_kill, lab_start
+from kaudit.lab.manager import lab_kill, lab_resume, lab_start
 from kaudit.probe.payload import decode
 from kaudit.waiting import wait_for
 from tests.conftest import Lab
@@ -216,16 +217,24 @@ def assignment(lab: Lab, topic: str) -> dict[int, list[int]]:
     return {p: list(m.replicas) for p, m in md.topics[topic].partitions.items()}
 
 
-def test_a_rolling_restart_of_every_broker_loses_nothing_and_reassigns_nothing(
+def test_acks_all_loses_nothing_to_the_truncation_fault_nor_a_rolling_restart(
         lab: Lab, restore_brokers: None, tmp_path: Path, metrics_port: int) -> None:
+    """Scenarios (b) and (d): acks=all with min.insync.replicas=2 under the fault that
+    makes acks=1 lose records, then every broker restarted in turn; no partition moved."""
     topic = f"kaudit-test-canary-{uuid.uuid4().hex[:8]}"
     proc, events = start_canary(lab, tmp_path, metrics_port, "--topic", topic, "--rate",
-                                "300", "--expect", "exactly-once")
+                                "300", "--expect", "exactly-once", "--fault",
+                                "lag-then-kill-leader:3", "--fault-at", "3",
+                                "--fault-duration", "3", "--lab-state-dir", lab.state_dir)
     try:
         wait_until(lambda: topic in admin(lab).list_topics(timeout=10).topics, 60,
                    "the canary topic")
         before = assignment(lab, topic)
         assert len(before) == 3 and all(len(r) == 3 for r in before.values())
+        assert wait_for(lambda: any(e["kind"] == "heal" and "restarted" in e["detail"]
+                                    for e in events_of(events)) or proc.poll() is not None,
+                        150), "the killed leader was not restarted"
+        assert proc.poll() is None, proc.communicate()[1]
         for broker in (1, 2, 3):  # a controlled shutdown, then the restart: one at a time
             lab_kill(Path(lab.state_dir), broker, "TERM")
             lab_start(Path(lab.state_dir), broker, wait_s=120)
@@ -234,6 +243,8 @@ def test_a_rolling_restart_of_every_broker_loses_nothing_and_reassigns_nothing(
         code, doc, stderr = stop_canary(proc)
     assert code == 0, stderr + json.dumps(doc.get("violations"))
     assert after == before  # 0 reassignments: the canary never moves its partitions
+    assert [f["kind"] for f in doc["faults"] if f["kind"] in ("fault", "heal")] == [
+        "fault", "heal"]
     totals = doc["totals"]
     assert totals["lost"] == totals["duplicated"] == totals["acked_unread"] == 0, totals
     # A send left unanswered by a broker going down is indeterminate, never lost; each such
@@ -245,6 +256,55 @@ def test_a_rolling_restart_of_every_broker_loses_nothing_and_reassigns_nothing(
     assert not [e for e in events_of(events) if e["kind"] == "lost"]
     # The canary's topic is a service's: it stays.
     assert topic in admin(lab).list_topics(timeout=10).topics
+
+
+def gauge(port: int, name: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in scrape(port).splitlines()
+               if line.startswith(name + "{"))
+
+
+def test_a_frozen_cluster_costs_availability_not_records_and_a_restart_counts_only_its_own(
+        lab: Lab, restore_brokers: None, tmp_path: Path, metrics_port: int) -> None:
+    """Every broker frozen: availability drops to 0, the canary neither exits nor declares
+    a loss, and goes on when they are back; in transactions, some aborted on purpose. Then
+    a second canary on the same topic counts none of the first one's records."""
+    topic = f"kaudit-test-canary-{uuid.uuid4().hex[:8]}"
+    read = 'kaudit_canary_records_total{fate="read"'
+    proc, _ = start_canary(lab, tmp_path, metrics_port, "--topic", topic, "--rate", "200",
+                           "--transactional", "--txn-size", "50", "--abort-ratio", "0.25",
+                           "--late-after", "3", "--expect", "exactly-once")
+    try:
+        assert wait_for(lambda: proc.poll() is not None or gauge(metrics_port, read) > 0, 60)
+        assert proc.poll() is None, proc.communicate()[1]
+        for broker in (1, 2, 3):
+            lab_kill(Path(lab.state_dir), broker, "STOP")
+        assert wait_for(lambda: gauge(metrics_port, "kaudit_canary_produce_available") == 0
+                        and gauge(metrics_port, "kaudit_canary_consume_available") == 0, 30)
+        frozen_read = gauge(metrics_port, read)
+        assert proc.poll() is None  # out of reach is not a reason to stop
+        lab_resume(Path(lab.state_dir), [1, 2, 3], wait_s=120)
+        # It goes on: new records read, both kinds of availability back.
+        assert wait_for(lambda: gauge(metrics_port, read) > frozen_read + 200
+                        and gauge(metrics_port, "kaudit_canary_produce_available") == 1
+                        and gauge(metrics_port, "kaudit_canary_consume_available") == 1, 120)
+    finally:
+        code, doc, stderr = stop_canary(proc)
+    assert code == 0, stderr + json.dumps(doc.get("violations"))
+    totals = doc["totals"]
+    assert totals["lost"] == totals["duplicated"] == totals["aborted_visible"] == 0, totals
+    assert totals["aborted"] > 0 and totals["read"] > 0, totals
+    assert totals["sent"] == (totals["acked"] + totals["failed"] + totals["indeterminate"]
+                              + totals["aborted"]), totals
+    # The same topic again, without transactions: the first run's records (committed and
+    # aborted) are another run's, counted nowhere.
+    second, _ = start_canary(lab, tmp_path, metrics_port, "--topic", topic, "--rate", "100",
+                             "--duration", "4")
+    stdout, stderr = second.communicate(timeout=120)
+    assert second.returncode == 0, stderr
+    again = json.loads(stdout)["totals"]
+    assert again["read"] == again["acked"] == again["sent"] > 0, again
+    assert again["lost"] == again["duplicated"] == again["beyond_window"] == 0, again
+    assert not json.loads(stdout)["settings"]["topic_created"]
 
 
 def test_records_deleted_ahead_of_a_stalled_reader_are_lost_as_deleted_exactly(

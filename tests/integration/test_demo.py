@@ -122,6 +122,12 @@ def test_probe_matrix_acks_1_loses_writes_and_acks_all_none(demo: Run, lab: Lab)
     # acknowledged alone, every run; with min.insync.replicas=2 acks=all acknowledged none.
     assert rows["1"]["lost"] > 0
     assert rows["all"]["lost"] == 0
+    # Each acks=1 loss has its cause in the matrix's report: the log cut back after the
+    # leader change (the old leader had acknowledged what no follower held).
+    for run in rows["1"]["runs"]:
+        causes = run["lost_causes"]
+        assert (causes["truncated"], causes["deleted"], causes["unknown"]) == (
+            run["lost"], 0, 0), causes
     assert f"acks=1: {rows['1']['lost']:,} of" in demo.stdout
     plot = Path(lab.state_dir) / "demo" / "probe-acks1-lag-then-kill-leader-3.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
