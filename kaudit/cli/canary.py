@@ -86,7 +86,8 @@ def canary(
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Send sequenced records for ever, read them back, and account for every one per
-    partition: lost (with its cause), duplicated, reordered, late, indeterminate.
+    partition: lost (with its cause), duplicated, reordered, late, indeterminate, and in
+    transactions aborted.
 
     A stop by SIGTERM or Ctrl-C is the normal end: exit 0 when nothing was wrong, 1 when
     a violation was seen, as `kaudit probe`.
