@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import shlex
@@ -23,6 +24,7 @@ import stat
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -266,3 +268,71 @@ def add_common_options(p: argparse.ArgumentParser, kafka_tools: bool = True) -> 
         "--kaudit", help="kaudit command to time (default: python -m kaudit from this checkout)"
     )
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+class Topics:
+    """Creates the reference tools' topics (kaudit creates its own) and deletes them."""
+
+    def __init__(self, bootstrap: str, partitions: int, rf: int, min_isr: int, prefix: str
+                 ) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.admin: Any = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 60000})
+        self.partitions, self.rf, self.min_isr = partitions, rf, min_isr
+        self.live: set[str] = set()
+        self.prefix = prefix
+
+    def create(self, label: str) -> str:
+        """A fresh topic ``<prefix><label>-<random>``, every partition led."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import NewTopic
+
+        name = f"{self.prefix}{label}-{uuid.uuid4().hex[:8]}"
+        new = NewTopic(
+            name,
+            num_partitions=self.partitions,
+            replication_factor=self.rf,
+            config={"min.insync.replicas": str(self.min_isr)},
+        )
+        try:
+            self.admin.create_topics([new], operation_timeout=60, request_timeout=120)[
+                name
+            ].result()
+        except KafkaException as exc:
+            raise BenchError(f"creating {name}: {exc.args[0].str()}") from exc
+        self.live.add(name)
+        deadline = time.monotonic() + 120
+        while True:
+            md = self.admin.list_topics(topic=name, timeout=30).topics.get(name)
+            if (
+                md is not None
+                and md.error is None
+                and len(md.partitions) == self.partitions
+                and all(
+                    p.leader >= 0 and len(p.isrs) >= self.min_isr for p in md.partitions.values()
+                )
+            ):
+                return name
+            if time.monotonic() > deadline:
+                raise BenchError(f"topic {name} still has partitions without a leader after 120 s")
+            time.sleep(0.2)
+
+    def delete(self, name: str) -> None:
+        """Delete a topic this benchmark created (warn, do not fail, when it cannot)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self.admin.delete_topics([name], operation_timeout=60, request_timeout=120)[
+                name
+            ].result()
+            self.live.discard(name)
+        except KafkaException as exc:
+            say(f"WARNING: could not delete {name}: {exc.args[0].str()}")
+
+    def close(self) -> None:
+        """Delete what is left, then destroy the client while the cluster still runs (a
+        client outliving the lab would log connection errors until the process ends)."""
+        for name in sorted(self.live):
+            self.delete(name)
+        self.admin = None
+        gc.collect()
