@@ -169,7 +169,10 @@ def node_state(node: LabNode) -> NodeState:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return NodeState.down
-    if node.marker not in (command_line(pid) or ()):
+    args = command_line(pid)
+    # Right after its launch a process's command line reads empty for a few milliseconds
+    # (its exec is under way): that is our node starting, not a node gone.
+    if args != [""] and node.marker not in (args or ()):
         return NodeState.down  # gone, or the pid was reused by another process
     code = stat.rsplit(")", 1)[1].split()[0]
     if code in ("Z", "X", "x"):

@@ -243,8 +243,8 @@ def test_acks_all_loses_nothing_to_the_truncation_fault_nor_a_rolling_restart(
         code, doc, stderr = stop_canary(proc)
     assert code == 0, stderr + json.dumps(doc.get("violations"))
     assert after == before  # 0 reassignments: the canary never moves its partitions
-    assert [f["kind"] for f in doc["faults"] if f["kind"] in ("fault", "heal")] == [
-        "fault", "heal"]
+    faults = [f["detail"] for f in doc["faults"] if f["kind"] == "fault"]
+    assert any(d.startswith("SIGKILL leader") for d in faults), faults
     totals = doc["totals"]
     assert totals["lost"] == totals["duplicated"] == totals["acked_unread"] == 0, totals
     # A send left unanswered by a broker going down is indeterminate, never lost; each such
@@ -259,8 +259,14 @@ def test_acks_all_loses_nothing_to_the_truncation_fault_nor_a_rolling_restart(
 
 
 def gauge(port: int, name: str) -> float:
-    return sum(float(line.rsplit(" ", 1)[1]) for line in scrape(port).splitlines()
-               if line.startswith(name + "{"))
+    """The sum of the series whose line starts with ``name`` (the metric's name and ``{``,
+    or some of its labels too); NaN (no comparison holds) until the endpoint listens."""
+    try:
+        text = scrape(port)
+    except OSError:
+        return float("nan")
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(name))
 
 
 def test_a_frozen_cluster_costs_availability_not_records_and_a_restart_counts_only_its_own(
@@ -269,7 +275,7 @@ def test_a_frozen_cluster_costs_availability_not_records_and_a_restart_counts_on
     a loss, and goes on when they are back; in transactions, some aborted on purpose. Then
     a second canary on the same topic counts none of the first one's records."""
     topic = f"kaudit-test-canary-{uuid.uuid4().hex[:8]}"
-    read = 'kaudit_canary_records_total{fate="read"'
+    read = 'kaudit_canary_records_total{fate="read",'
     proc, _ = start_canary(lab, tmp_path, metrics_port, "--topic", topic, "--rate", "200",
                            "--transactional", "--txn-size", "50", "--abort-ratio", "0.25",
                            "--late-after", "3", "--expect", "exactly-once")
@@ -278,15 +284,15 @@ def test_a_frozen_cluster_costs_availability_not_records_and_a_restart_counts_on
         assert proc.poll() is None, proc.communicate()[1]
         for broker in (1, 2, 3):
             lab_kill(Path(lab.state_dir), broker, "STOP")
-        assert wait_for(lambda: gauge(metrics_port, "kaudit_canary_produce_available") == 0
-                        and gauge(metrics_port, "kaudit_canary_consume_available") == 0, 30)
+        assert wait_for(lambda: gauge(metrics_port, "kaudit_canary_produce_available{") == 0
+                        and gauge(metrics_port, "kaudit_canary_consume_available{") == 0, 30)
         frozen_read = gauge(metrics_port, read)
         assert proc.poll() is None  # out of reach is not a reason to stop
         lab_resume(Path(lab.state_dir), [1, 2, 3], wait_s=120)
         # It goes on: new records read, both kinds of availability back.
         assert wait_for(lambda: gauge(metrics_port, read) > frozen_read + 200
-                        and gauge(metrics_port, "kaudit_canary_produce_available") == 1
-                        and gauge(metrics_port, "kaudit_canary_consume_available") == 1, 120)
+                        and gauge(metrics_port, "kaudit_canary_produce_available{") == 1
+                        and gauge(metrics_port, "kaudit_canary_consume_available{") == 1, 120)
     finally:
         code, doc, stderr = stop_canary(proc)
     assert code == 0, stderr + json.dumps(doc.get("violations"))

@@ -179,3 +179,23 @@ def test_purging_a_lab_whose_state_is_unreadable_kills_its_processes_and_deletes
         for proc in (ours, theirs):
             proc.kill()
             proc.wait()
+
+
+def test_a_node_whose_exec_is_under_way_is_not_taken_for_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after a JVM's launch its command line can read empty for a few milliseconds
+    (seen once in 20 launches of java here): a lab check then must not say the node
+    exited during start. Its process is alive; its arguments are not readable yet."""
+    import kaudit.lab.state as lab_state
+
+    node = _node(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        node.pid = proc.pid
+        monkeypatch.setattr(lab_state, "command_line", lambda _pid: [""])
+        assert node_state(node) is NodeState.running
+        proc.kill()
+        proc.wait()
+        assert node_state(node) is NodeState.down  # gone is still gone
+    finally:
+        proc.kill()
