@@ -120,20 +120,26 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     """Start a 3-broker lab once for all Kafka tests; stop and delete it at the end.
 
     KAUDIT_TEST_LAB_DIR reuses a running lab (for quick local iterations); it is
-    then left running.
+    then left running, unless KAUDIT_TEST_LAB_OWNED=1 says this session owns it (.ci/run
+    starts the lab while the fast tier runs): then it is stopped and deleted at the end,
+    its logs kept when a test failed, as a lab started here.
     """
     reuse = os.environ.get("KAUDIT_TEST_LAB_DIR")
     if reuse:
         doc = json.loads(run_kaudit("lab", "status", "-f", "json", "--state-dir", reuse).stdout)
-        yield Lab(state_dir=reuse, bootstrap=doc["bootstrap"])
-        return
-    state_dir = tempfile.mkdtemp(prefix="kaudit-test-lab-")
-    started = run_kaudit("lab", "up", "--state-dir", state_dir, timeout=900)
-    if started.code != 0:
-        shutil.rmtree(state_dir, ignore_errors=True)
-        pytest.fail(f"kaudit lab up failed ({started.code}): {started.stderr}")
+        state_dir, bootstrap = reuse, str(doc["bootstrap"])
+        if os.environ.get("KAUDIT_TEST_LAB_OWNED") != "1":
+            yield Lab(state_dir=reuse, bootstrap=bootstrap)
+            return
+    else:
+        state_dir = tempfile.mkdtemp(prefix="kaudit-test-lab-")
+        started = run_kaudit("lab", "up", "--state-dir", state_dir, timeout=900)
+        if started.code != 0:
+            shutil.rmtree(state_dir, ignore_errors=True)
+            pytest.fail(f"kaudit lab up failed ({started.code}): {started.stderr}")
+        bootstrap = started.stdout.strip()
     try:
-        yield Lab(state_dir=state_dir, bootstrap=started.stdout.strip())
+        yield Lab(state_dir=state_dir, bootstrap=bootstrap)
     finally:
         # The tests' clients go before the brokers do: a client alive at exit would log
         # its failed reconnects to a stopped lab.

@@ -40,16 +40,30 @@ class Transactions:
         self.members: list[tuple[int, int]] = []
         """(partition, sequence) of the open transaction's records."""
         self.opened_at: float | None = None
-        self.committing = False
+        self.ending: str | None = None
+        """``commit`` or ``abort`` while that call is under way (tried again each turn)."""
+        self._on_purpose = False
+        self.broken = False
+        """The session ended on a fatal error and no new one could be started yet."""
         self.ended = 0
         self.aborted_on_purpose = 0
 
+    @property
+    def committing(self) -> bool:
+        return self.ending == "commit"
+
     def can_send(self, now: float) -> bool:
         """Whether a record may be sent now; opens a transaction when none is."""
-        if self.committing:
+        if self.broken:
+            self._new_session()
+        if self.ending is not None or self.broken:
             return False
         if self.opened_at is None:
-            self.producer.begin_transaction()
+            try:
+                self.producer.begin_transaction()
+            except client.KafkaException as exc:
+                self._failed("begin", exc.args[0])
+                return False
             self.opened_at = now
         return True
 
@@ -60,41 +74,60 @@ class Transactions:
         """End the open transaction when it is full or a second old (or ``last``)."""
         if self.opened_at is None:
             return
-        if last or self.committing or len(self.members) >= self.size \
-                or now - self.opened_at >= OPEN_AT_MOST_S:
-            self._end(abort=not self.committing and not last
-                      and math.floor((self.ended + 1) * self.abort_ratio)
-                      > self.aborted_on_purpose)
+        if self.ending is not None:
+            self._end(self.ending, self._on_purpose)
+        elif last or len(self.members) >= self.size or now - self.opened_at >= OPEN_AT_MOST_S:
+            on_purpose = not last and math.floor((self.ended + 1) * self.abort_ratio) \
+                > self.aborted_on_purpose
+            self._end("abort" if on_purpose else "commit", on_purpose)
 
-    def _end(self, abort: bool) -> None:
+    def _end(self, action: str, on_purpose: bool = False) -> None:
+        self.ending, self._on_purpose = action, on_purpose
         try:
-            if abort:
+            if action == "abort":
                 # Flush first: the aborted records really reach the log (a reader has
                 # something to hide) and every delivery report is served before the abort.
                 self.producer.flush(self.timeout)
                 self.producer.abort_transaction(self.timeout)
-                self.aborted_on_purpose += 1
             else:
-                self.committing = True
                 self.producer.commit_transaction(self.timeout)
-            self._done(aborted=abort)
         except client.KafkaException as exc:
             err = exc.args[0]
             if err.retriable() and not err.fatal():
                 return  # tried again next turn; nothing is sent meanwhile
-            self._note(f"transaction {'abort' if abort else 'commit'} failed: {err.str()}")
-            if err.txn_requires_abort():
-                self.producer.abort_transaction(self.timeout)
-                self._done(aborted=True)
-                return
+            if action == "commit" and err.txn_requires_abort():
+                self._note(f"transaction commit failed: {err.str()}; aborted")
+                self._end("abort")
+            else:
+                self._failed(action, err)
+            return
+        self.aborted_on_purpose += 1 if on_purpose else 0
+        self._done(aborted=action == "abort")
+
+    def _failed(self, action: str, err: Any) -> None:
+        """An error no retry fixes: the open transaction's outcome is unknown, and a fatal
+        one ends the session."""
+        self._note(f"transaction {action} failed: {err.str()}")
+        if self.opened_at is not None:
             self._done(aborted=None)
+        self.ending = None
+        if err.fatal() or action != "begin":
+            self.broken = True
+            self._new_session()
+
+    def _new_session(self) -> None:
+        try:
             self.producer = self._restart()
+        except Exception as exc:  # the cluster out of reach: tried again on the next send
+            self._note(f"no new transactional session yet: {exc}")
+            return
+        self.broken = False
 
     def _done(self, aborted: bool | None) -> None:
         """Tell the books: committed (None is "no known outcome")."""
         self.producer.poll(0)  # the delivery reports of the ended transaction come first
         members, self.members = self.members, []
-        self.opened_at, self.committing = None, False
+        self.opened_at, self.ending = None, None
         self.ended += 1
         if aborted is not False:
             self._settle(members, bool(aborted))

@@ -100,6 +100,49 @@ def test_a_failed_commit_is_aborted_or_left_indeterminate(error: Error, aborted:
     send(txn, range(2))
     txn.turn(0.0)
     assert settled == [([(0, 0), (0, 1)], aborted)]
-    assert notes == ["transaction commit failed: broken"]
+    assert notes[0].startswith("transaction commit failed: broken")
     # A fatal error: the session is over, a new producer takes over.
     assert (txn.producer is producer) == aborted
+
+
+def test_a_session_that_cannot_be_restarted_yet_sends_nothing_and_is_tried_again() -> None:
+    restarts: list[int] = []
+
+    def restart() -> Producer:
+        restarts.append(1)
+        if len(restarts) == 1:
+            raise RuntimeError("the cluster is out of reach")
+        return Producer()
+
+    producer = Producer([Error()])  # a fatal error
+    settled: list[tuple[list[tuple[int, int]], bool]] = []
+    notes: list[str] = []
+    txn = Transactions(producer, restart, 1, 0.0, 1.0,
+                       lambda members, aborted: settled.append((members, aborted)),
+                       notes.append)
+    send(txn, range(1))
+    txn.turn(0.0)
+    assert settled == [([(0, 0)], False)]  # outcome unknown: indeterminate
+    assert txn.broken and txn.producer is producer and "out of reach" in notes[-1]
+    assert txn.can_send(1.0)  # the second try starts a new session
+    assert not txn.broken and txn.producer is not producer and len(restarts) == 2
+
+
+def test_an_abort_that_times_out_is_tried_again_and_counted_once() -> None:
+    class SlowAbort(Producer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.aborts = 0
+
+        def abort_transaction(self, *_args: Any) -> None:
+            self.aborts += 1
+            if self.aborts == 1:
+                raise client.KafkaException(Error(retriable=True))
+
+    producer = SlowAbort()
+    txn, settled, _ = transactions(producer, size=1, ratio=1.0)
+    send(txn, range(1))
+    txn.turn(0.0)
+    assert settled == [] and not txn.can_send(0.1)  # the abort is under way
+    txn.turn(0.2)
+    assert settled == [([(0, 0)], True)] and txn.aborted_on_purpose == 1
