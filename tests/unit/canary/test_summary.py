@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 from prometheus_client import CollectorRegistry, generate_latest
 
 from kaudit.canary.metrics import BooksCollector
