@@ -1,6 +1,7 @@
-"""What librdkafka cannot ask Kafka: the finalized features (ApiVersions v3, KIP-584) and
-each partition's eligible leader replicas (DescribeTopicPartitions, KIP-966), read with
-kafka-python in this process: no JVM, no Kafka jars.
+"""What librdkafka cannot ask Kafka: the finalized features (ApiVersions v3, KIP-584),
+each partition's eligible leader replicas (DescribeTopicPartitions, KIP-966) and where a
+leader epoch ends on a partition leader's log (OffsetForLeaderEpoch, KIP-101/320), read
+with kafka-python in this process: no JVM, no Kafka jars.
 
 Bounded while brokers are frozen: a SIGSTOPped broker still accepts TCP connections and
 then never answers, and kafka-python's bootstrap waits out its whole timeout on the first
@@ -16,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,8 +238,143 @@ def _why(exc: BaseException, broker: Broker, deadline: Deadline) -> str:
     return f"broker {broker.id}: {name}" + (f": {text[0][:160]}" if text else "")
 
 
-def _close_when_done(answer: _Answer) -> None:
+def _close_when_done(answer: _Answer | _EpochAsk) -> None:
     answer.done.wait()
     if answer.client is not None:
         with contextlib.suppress(Exception):  # a frozen broker's client: nothing to report
             answer.client.close()
+
+
+# --- OffsetForLeaderEpoch ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EpochEnd:
+    """Where a leader epoch ends on one partition leader's log."""
+
+    leader: int
+    """The broker that answered: the partition's leader."""
+    asked: int
+    """The leader epoch asked about."""
+    epoch: int
+    """The epoch the answer is for: the one asked, or the latest earlier one the log holds."""
+    end_offset: int
+    """The first offset of the next later epoch on that log (its log end offset when the
+    epoch is the latest)."""
+
+
+EpochAsks = Mapping[tuple[str, int], tuple[int, int]]
+"""(topic, partition) -> (its leader's broker id, the leader epoch to ask about)."""
+
+
+def read_epoch_ends(settings: ConnectionSettings, brokers: Mapping[int, Broker],
+                    asks: EpochAsks, deadline: Deadline
+                    ) -> dict[tuple[str, int], EpochEnd | str]:
+    """For each partition of ``asks``, where the epoch ends on its leader's log, asked of
+    that leader (a consumer's request is answered by the leader alone), or why it was not
+    read. Each leader is asked in its own thread, all within ``deadline``."""
+    if not asks:
+        return {}
+    try:
+        config = kafka_python_config(settings)
+    except (InputError, ImportError, OSError) as exc:  # OSError: a CA or key file (TLS)
+        return dict.fromkeys(asks, redact(str(exc)))
+    out: dict[tuple[str, int], EpochEnd | str] = {}
+    by_leader: dict[int, dict[tuple[str, int], int]] = {}
+    for key, (leader, epoch) in asks.items():
+        by_leader.setdefault(leader, {})[key] = epoch
+    pending = []
+    for leader, wanted in sorted(by_leader.items()):
+        broker = brokers.get(leader)
+        if broker is None:
+            out.update(dict.fromkeys(wanted, f"its leader, broker {leader}, is not registered"))
+            continue
+        ask = _EpochAsk(broker, wanted)
+        threading.Thread(target=_ask_epoch_ends, args=(ask, config, deadline), daemon=True,
+                         name=f"kaudit-epochs-{leader}").start()
+        pending.append(ask)
+    for ask in pending:
+        ask.done.wait(max(0.0, deadline.left()))
+        if ask.done.is_set() and ask.error is None:
+            out.update(ask.found)
+        else:
+            out.update(dict.fromkeys(ask.wanted, ask.error or _silent(ask.broker, deadline)))
+        # a frozen leader's client is closed in its own time
+        threading.Thread(target=_close_when_done, args=(ask,), daemon=True).start()
+    return out
+
+
+@dataclass
+class _EpochAsk:
+    """One leader's question and answer; filled in by its thread."""
+
+    broker: Broker
+    wanted: dict[tuple[str, int], int]
+    client: Any = None
+    found: dict[tuple[str, int], EpochEnd | str] = field(default_factory=dict)
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def _ask_epoch_ends(ask: _EpochAsk, config: dict[str, Any], deadline: Deadline) -> None:
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import IncompatibleBrokerVersion
+
+    broker = ask.broker
+    try:
+        wait_ms = max(1, int(deadline.left() * 1000))
+        ask.client = KafkaAdminClient(
+            bootstrap_servers=[f"{broker.host}:{broker.port}"], bootstrap_timeout_ms=wait_ms,
+            request_timeout_ms=wait_ms, **config)
+        response = _send(ask.client, broker.id, epoch_request(ask.wanted), deadline)
+        ask.found = epoch_answers(response, broker.id, ask.wanted)
+    except IncompatibleBrokerVersion:
+        ask.error = (f"broker {broker.id} does not answer OffsetForLeaderEpoch v2 or later "
+                     "(Kafka 2.1 and later do)")
+    except Exception as exc:
+        ask.error = _why(exc, broker, deadline)
+    finally:
+        ask.done.set()
+
+
+def epoch_request(wanted: Mapping[tuple[str, int], int]) -> Any:
+    """An OffsetForLeaderEpoch request for each partition's epoch of ``wanted``."""
+    from kafka.protocol.consumer import OffsetForLeaderEpochRequest
+
+    Topic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    Partition = Topic.OffsetForLeaderPartition
+    topics: dict[str, list[Any]] = {}
+    for (topic, partition), epoch in sorted(wanted.items()):
+        # current_leader_epoch -1: the leader's own epoch is not known here, so it is not
+        # fenced on; the leader answers from its log as it stands.
+        topics.setdefault(topic, []).append(Partition(
+            partition=partition, current_leader_epoch=-1, leader_epoch=epoch))
+    # replica_id -1: a consumer, as Kafka's own consumer asks when it validates a position.
+    return OffsetForLeaderEpochRequest(
+        replica_id=-1, topics=[Topic(topic=t, partitions=ps) for t, ps in topics.items()])
+
+
+def epoch_answers(response: Any, leader: int, wanted: Mapping[tuple[str, int], int]
+                  ) -> dict[tuple[str, int], EpochEnd | str]:
+    """Each asked partition's :class:`EpochEnd` from an OffsetForLeaderEpoch response, or
+    what the leader said instead."""
+    from kafka.errors import for_code
+
+    out: dict[tuple[str, int], EpochEnd | str] = {}
+    for topic in response.topics:
+        for p in topic.partitions:
+            key = (topic.topic, p.partition)
+            if key not in wanted:
+                continue
+            if p.error_code:
+                out[key] = f"broker {leader} answered {for_code(p.error_code).message}"
+            elif p.end_offset is None or p.end_offset < 0 or p.leader_epoch is None \
+                    or p.leader_epoch < 0:
+                # UNDEFINED_EPOCH: no epoch at or below it in its log's epoch history (an
+                # empty log, or records older than message format v2)
+                out[key] = f"broker {leader} knows no leader epoch up to {wanted[key]}"
+            else:
+                out[key] = EpochEnd(leader, wanted[key], p.leader_epoch, p.end_offset)
+    for key in wanted:
+        out.setdefault(key, f"broker {leader} did not answer for it")
+    return out

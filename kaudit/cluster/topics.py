@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
+from kaudit.cluster.model import Broker
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.waiting import Deadline, wait_for
 
@@ -112,6 +113,21 @@ def partition_roles(session: AdminSession, topic: str, partition: int = 0
         if session.gives_up(deadline):
             raise session.unreachable(client.KafkaException(problem)) from None
         time.sleep(0.3)
+
+
+def partition_leaders(session: AdminSession, topic: str
+                      ) -> tuple[dict[int, int], dict[int, Broker]]:
+    """Each partition's leader (a partition without one left out) and the brokers by id,
+    from one metadata request."""
+    try:
+        md = session.admin.list_topics(topic=topic, timeout=session.settings.timeout)
+    except client.KafkaException as exc:
+        raise session.unreachable(exc) from None
+    found = md.topics.get(topic)
+    leaders = {} if found is None else {p: part.leader for p, part in found.partitions.items()
+                                        if part.leader >= 0}
+    return leaders, {b.id: Broker(id=b.id, host=str(b.host), port=b.port)
+                     for b in md.brokers.values()}
 
 
 def wait_until_in_sync(session: AdminSession, wait_s: float, interrupted: threading.Event

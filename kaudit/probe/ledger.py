@@ -9,6 +9,10 @@ Per partition, three growable :mod:`array` columns indexed by partition sequence
 - ``aborted`` (``'B'``, 1 byte): 1 when the send was part of a transaction aborted on
   purpose, so its absence is expected and its presence is an aborted read.
 
+The leader epoch an acknowledgement reports is kept beside them in runs of consecutive
+sequences (:class:`~kaudit.probe.epochs.EpochRuns`): nothing per message, and nothing at all
+while the client reports none (librdkafka reports a leader epoch to consumers only).
+
 Error names are tallied in dicts (by name), never per message. Counts are kept up to date
 on every change, so reading them is O(1).
 
@@ -28,6 +32,8 @@ import sys
 from array import array
 from collections.abc import Iterable
 from enum import IntEnum
+
+from kaudit.probe.epochs import EpochRuns
 
 NO_OFFSET = -1
 """Stored offset of a send that has no known acknowledged offset."""
@@ -175,6 +181,7 @@ class Ledger:
         self._paborted = [0] * partitions
         self._first_acked = [NO_OFFSET] * partitions
         self._last_acked = [NO_OFFSET] * partitions
+        self._epochs: dict[int, EpochRuns] = {}
         self._errors: dict[str, int] = {}
         self._reasons: dict[str, int] = {}
         self._finished = False
@@ -204,11 +211,18 @@ class Ledger:
         counts[old] -= 1
         counts[outcome] += 1
 
-    def acked(self, partition: int, seq: int, offset: int | None) -> None:
+    def acked(self, partition: int, seq: int, offset: int | None,
+              epoch: int | None = None) -> None:
         """The broker acknowledged ``seq`` at ``offset`` (None or negative: offset unknown,
-        as with acks=0, where librdkafka reports no offset at all)."""
+        as with acks=0, where librdkafka reports no offset at all), in leader ``epoch``
+        (None or negative: not reported)."""
         if seq < 0:
             raise IndexError(f"negative sequence {seq}")
+        if epoch is not None and epoch >= 0:
+            runs = self._epochs.get(partition)
+            if runs is None:
+                runs = self._epochs[partition] = EpochRuns()
+            runs.note(seq, epoch)
         if offset is None or offset < 0:
             offset = NO_OFFSET
         else:
@@ -320,6 +334,12 @@ class Ledger:
         """The lowest acknowledged offset in ``partition``, -1 when none."""
         return self._first_acked[partition]
 
+    def acked_epochs(self, partition: int, seqs: list[int]) -> list[int | None]:
+        """The leader epoch each of ``seqs`` was acknowledged in, None where the
+        acknowledgement reported none."""
+        runs = self._epochs.get(partition)
+        return runs.epochs_of(seqs) if runs is not None else [None] * len(seqs)
+
     def _pending(self, partition: int) -> int:
         return len(self._offsets[partition]) + self._pcounts[partition][_PENDING]
 
@@ -364,4 +384,4 @@ class Ledger:
         """Bytes held by the per-message columns, allocation slack and headers included."""
         return sum(sys.getsizeof(column)
                    for columns in (self._offsets, self._outcome, self._aborted)
-                   for column in columns)
+                   for column in columns) + sum(r.nbytes() for r in self._epochs.values())

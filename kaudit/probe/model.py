@@ -157,6 +157,8 @@ class ProbeReport:
     ``--no-e2e-latency``). Kafka promises 0: readers see only the high watermark."""
     loss_causes: LossCauses | None = None
     """Why the lost messages were lost (None when none was)."""
+    read_then_lost_causes: LossCauses | None = None
+    """Why the ``read_then_lost`` messages were lost (None when none was)."""
 
     @property
     def verdict(self) -> str:
@@ -188,8 +190,10 @@ class ProbeReport:
         if not self.drain_complete:
             out.append("could not read every partition back past its last acknowledged offset")
         if self.read_then_lost:
+            why = "" if self.read_then_lost_causes is None else \
+                f": {self.read_then_lost_causes.sentence()}"
             out.append(f"read_then_lost: {self.read_then_lost} message(s) a reader was shown "
-                       "were lost afterwards")
+                       f"were lost afterwards{why}")
         unavailable = self.timeline.summary()["unavailable_seconds"]
         limit = self.settings.max_unavailable
         if limit is not None and unavailable > limit:

@@ -144,7 +144,9 @@ class AckTally:
         second = (now - self.t0_ns) // 1_000_000_000
         partition = msg.partition()
         if err is None:
-            self.ledger.acked(partition, seq, msg.offset())
+            # The leader epoch names the leader that acknowledged it, should the log be cut
+            # below it (librdkafka 2.x reports none to a producer: None, kept as unknown).
+            self.ledger.acked(partition, seq, msg.offset(), msg.leader_epoch())
             latency_ns = now - sent_ns
             self.histogram.bucket_counts[bucket_of_us(latency_ns // 1000)] += 1
             latency_ms = latency_ns / 1e6

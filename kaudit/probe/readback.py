@@ -13,6 +13,7 @@ from typing import Any
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, new_consumer
 from kaudit.connect.settings import ConnectionSettings
+from kaudit.probe.epochs import EpochRuns
 from kaudit.probe.latency import LatencyHistogram
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeSettings
@@ -199,13 +200,17 @@ class LatencyTail(threading.Thread):
         self.histogram = LatencyHistogram()
         self.seen = [bytearray() for _ in range(max(partitions) + 1)]
         """Per partition, 1 at each sequence this reader was shown."""
+        self.epochs = [EpochRuns() for _ in range(max(partitions) + 1)]
+        """Per partition, the leader epoch each record shown was written in."""
         self._stopping = threading.Event()
 
-    def read_then_lost(self, verifier: Verifier) -> int:
-        """Messages this reader was shown that the log then lost (a consumer only ever
-        sees writes below the high watermark, which every in-sync replica has)."""
-        return sum(1 for p, seen in enumerate(self.seen)
-                   for seq in verifier.lost_sequences(p) if seq < len(seen) and seen[seq])
+    def read_then_lost_sequences(self, verifier: Verifier) -> dict[int, list[int]]:
+        """The messages this reader was shown that the log then lost, by partition, sorted
+        (a consumer only ever sees writes below the high watermark, which every in-sync
+        replica has). Read once the reader has stopped."""
+        return {p: sorted(seq for seq in verifier.lost_sequences(p)
+                          if seq < len(seen) and seen[seq])
+                for p, seen in enumerate(self.seen) if seen}
 
     def run(self) -> None:
         consumer = new_consumer(self.conn, None, **{
@@ -220,10 +225,12 @@ class LatencyTail(threading.Thread):
                         record = decode(msg.value())
                         if record is not None and record.run_id == self.run_id:
                             self.histogram.record((time.time_ns() - record.sent_ns) / 1e6)
-                            seen, seq = self.seen[msg.partition()], record.partition_seq
+                            p, seq = msg.partition(), record.partition_seq
+                            seen = self.seen[p]
                             if seq >= len(seen):
                                 seen.extend(bytes(seq + 1 - len(seen) + 4096))
                             seen[seq] = 1
+                            self.epochs[p].note(seq, msg.leader_epoch())
         finally:
             consumer.close()
 

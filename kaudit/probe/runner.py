@@ -36,8 +36,9 @@ from kaudit.cluster.topics import (
     topic_partitions,
 )
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.errors import InputError, KauditError
-from kaudit.probe.causes import LossCauses, attribute_losses
+from kaudit.errors import InputError
+from kaudit.probe.causes import LossCauses
+from kaudit.probe.evidence import LossEvidence
 from kaudit.probe.faults.injector import FaultInjector, ProducerRestart, Targets
 from kaudit.probe.faults.lab import lab_for
 from kaudit.probe.latency import Timeline
@@ -114,6 +115,7 @@ class ProbeRun:
         self.verification: Verification | None = None
         self.read_then_lost: int | None = None
         self.loss_causes: LossCauses | None = None
+        self.read_then_lost_causes: LossCauses | None = None
         # The admin client asks again while leadership is still moving after the previous
         # trial's fault; a consumer's watermark query gave up on NOT_LEADER_OR_FOLLOWER.
         self.start_offsets = session.list_offsets(topic, partitions, "latest")
@@ -211,32 +213,24 @@ class ProbeRun:
         if self.tail:
             self.tail.stop()
         self.verification = self.verifier.result()
-        self.read_then_lost = self.tail.read_then_lost(self.verifier) if self.tail else None
+        shown = self.tail.read_then_lost_sequences(self.verifier) if self.tail else None
+        self.read_then_lost = None if shown is None else sum(map(len, shown.values()))
         if self.verification.lost:
-            self.loss_causes = self._loss_causes()
+            self._loss_causes(shown)
         assert self.sent is not None
         _place_outcomes(self.sent.timeline, self.verifier, self.partitions)
 
-    def _loss_causes(self) -> LossCauses:
-        """Each lost record's cause (:mod:`kaudit.probe.causes`), from the partitions' log
-        start and end offsets read now and the offsets acknowledged to other records."""
-        lost_seqs = {p: set(self.verifier.lost_sequences(p)) for p in self.partitions}
-        lost = {p: [self.ledger.offset(p, seq) for seq in sorted(seqs)]
-                for p, seqs in lost_seqs.items()}
-        wanted = [p for p, offsets in lost.items() if offsets]
-        # Two records acknowledged at one offset: the log was cut below the first and the
-        # offset written again.
-        others = {p: {o for seq, o in enumerate(self.ledger.columns(p)[0])
-                      if o >= 0 and seq not in lost_seqs[p]} for p in wanted}
-        try:
-            starts: dict[int, int | None] = dict(
-                self.session.list_offsets(self.topic, wanted, "earliest"))
-            ends = self.session.list_offsets(self.topic, wanted, "latest")
-        except KauditError as exc:
-            self.notes.append(f"the partitions' log start and end offsets were not read "
-                              f"({exc.message}): only a rewritten offset tells a cause")
-            starts, ends = {}, {}
-        return attribute_losses(lost, starts, ends, others)
+    def _loss_causes(self, shown: dict[int, list[int]] | None) -> None:
+        """Each lost record's cause (:mod:`kaudit.probe.causes`), and that of each record a
+        reader was shown before it was lost, with the evidence read now
+        (:mod:`kaudit.probe.evidence`)."""
+        lost = {p: sorted(self.verifier.lost_sequences(p)) for p in self.partitions}
+        evidence = LossEvidence(self.session, self.topic, self.ledger, lost, self.run_id,
+                                self.notes)
+        seen = self.tail.epochs if self.tail else None
+        self.loss_causes = evidence.causes(lost, seen)
+        if shown and any(shown.values()):
+            self.read_then_lost_causes = evidence.causes(shown, seen)
 
     def _judge_live_pass(self, ends: dict[int, int]) -> None:
         """Keep the live pass as pass 1 when nothing can have rewritten the log behind it;
@@ -280,7 +274,8 @@ class ProbeRun:
             total_seconds=time.monotonic() - self.started, send_errors=sent.errors,
             drain_complete=self.drain_complete, interrupted=self.interrupted.is_set(),
             topic_deleted=self.deleted, notes=self.notes, live_verification=self.live_kept,
-            read_then_lost=self.read_then_lost, loss_causes=self.loss_causes)
+            read_then_lost=self.read_then_lost, loss_causes=self.loss_causes,
+            read_then_lost_causes=self.read_then_lost_causes)
 
 
 def _place_outcomes(timeline: Timeline, verifier: Verifier, partitions: list[int]) -> None:

@@ -41,6 +41,8 @@ def probe_document(report: ProbeReport) -> dict[str, Any]:
         "unexpected": v.unexpected,
         "read_then_lost": report.read_then_lost,
         "lost_causes": None if report.loss_causes is None else report.loss_causes.to_dict(),
+        "read_then_lost_causes": None if report.read_then_lost_causes is None
+        else report.read_then_lost_causes.to_dict(),
         "send_errors": dict(sorted(report.send_errors.items())),
         "latency_ms": report.ack_latency.summary(),
         "e2e_latency_ms": report.e2e_latency.summary() if report.e2e_latency else None,

@@ -64,6 +64,8 @@ def _run(rep: ProbeReport | ConsumeReport) -> dict[str, Any]:
                 "reordered", "aborted_visible")},
             "read_then_lost": rep.read_then_lost,
             "lost_causes": None if rep.loss_causes is None else rep.loss_causes.to_dict(),
+            "read_then_lost_causes": None if rep.read_then_lost_causes is None
+            else rep.read_then_lost_causes.to_dict(),
             "unavailable_seconds": rep.timeline.summary()["unavailable_seconds"],
             "events": [{"at_s": e.at_s, "kind": e.kind, "detail": e.detail,
                         "partition": e.partition} for e in rep.events],

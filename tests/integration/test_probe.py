@@ -209,6 +209,11 @@ def test_records_deleted_behind_the_probes_back_are_lost(lab: Lab, tmp_path: Pat
     assert causes["partitions"][0]["deleted_offsets"][1] < 5000
     lost_line = next(v for v in doc["violations"] if v.startswith("lost:"))
     assert f"{doc['lost']} deleted below the log start offset" in lost_line
+    # A deletion needs no leader epochs: none is asked for, none is said missing.
+    part = causes["partitions"][0]
+    assert (part["acked_epochs"], part["epoch_asked"], part["epoch_end_offset"],
+            part["epoch_end_unread"]) == (None, None, None, None)
+    assert "epoch" not in lost_line
 
 
 def test_records_deleted_while_read_live_are_still_lost(lab: Lab) -> None:
@@ -374,6 +379,23 @@ def test_prove_confirms_every_claim_every_run(lab: Lab, restore_brokers: None) -
     causes = runs["acks1"]["lost_causes"]
     assert (causes["truncated"], causes["deleted"], causes["unknown"]) == (
         runs["acks1"]["lost"], 0, 0), causes
+    assert runs["acks1"]["read_then_lost_causes"] is None
+    # ... placed in leader epochs. The new leader starts its epoch at its own log end, so
+    # on its log the epoch the lost records were written in (or, when the client did not
+    # report it, that of the last record kept below them: a log's epochs only grow) ends at
+    # the first offset the old leader had and it did not: every lost offset is at or above.
+    truncated = [p for p in causes["partitions"] if p["truncated"]]
+    assert truncated
+    for part in truncated:
+        lowest = part["truncated_offsets"][0]
+        assert part["epoch_end_unread"] is None, part
+        assert part["epoch_end_offset"] is not None and part["epoch_end_offset"] <= lowest, part
+        if part["acked_epochs"] is None:
+            assert part["kept_below"]["offset"] < lowest, part
+            assert part["epoch_asked"] == part["kept_below"]["leader_epoch"], part
+        else:
+            assert part["epoch_asked"] == part["acked_epochs"][0], part
+        assert part["epoch_on_leader"] == part["epoch_asked"] and part["leader"] >= 0, part
     assert runs["acksall"]["lost"] == 0
     assert runs["isr1-unclean"]["lost"] > 0
     details = [e["detail"] for e in runs["isr1-unclean"]["events"]]

@@ -1,5 +1,6 @@
-"""The kafka-python side: feature levels as Kafka's tool prints them, and the connection
-settings translated (the reads themselves are proven on the lab: tests/integration)."""
+"""The kafka-python side: feature levels as Kafka's tool prints them, the connection
+settings translated, and OffsetForLeaderEpoch's request and answers on the wire (the reads
+themselves are proven on the lab: tests/integration)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from kaudit.cluster.protocol import METADATA_VERSIONS, feature_levels
+from kaudit.cluster.protocol import (
+    METADATA_VERSIONS,
+    EpochEnd,
+    epoch_answers,
+    epoch_request,
+    feature_levels,
+    read_epoch_ends,
+)
 from kaudit.cluster.protocol_config import fetch_token, kafka_python_config
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
@@ -164,3 +172,70 @@ def test_oauthbearer_fetches_a_client_credentials_token_once(endpoint: str) -> N
 def test_a_token_endpoint_that_is_not_there_is_a_connection_error() -> None:
     with pytest.raises(ConnectionError, match="token endpoint"):
         fetch_token("http://127.0.0.1:9/token", "id", "secret", None, timeout=2)
+
+
+# --- OffsetForLeaderEpoch -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_the_epoch_request_asks_as_a_consumer_unfenced_grouped_by_topic(version: int) -> None:
+    from kafka.protocol.consumer import OffsetForLeaderEpochRequest
+
+    request = epoch_request({("b", 1): 7, ("a", 0): 3, ("b", 0): 5})
+    decoded = OffsetForLeaderEpochRequest.decode(request.encode(version=version),
+                                                 version=version)
+    assert [(t.topic, [(p.partition, p.current_leader_epoch, p.leader_epoch)
+                       for p in t.partitions]) for t in decoded.topics] == [
+        ("a", [(0, -1, 3)]), ("b", [(0, -1, 5), (1, -1, 7)])]
+    if version >= 3:  # the field exists from v3 on
+        assert decoded.replica_id == -1
+
+
+@pytest.mark.parametrize("version", [2, 4])
+def test_each_answer_is_an_epoch_end_or_what_the_leader_said(version: int) -> None:
+    from kafka.protocol.consumer import OffsetForLeaderEpochResponse
+
+    Topic = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+    End = Topic.EpochEndOffset
+    response = OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=[Topic(
+        topic="t", partitions=[
+            End(error_code=0, partition=0, leader_epoch=3, end_offset=4711),
+            End(error_code=0, partition=1, leader_epoch=2, end_offset=90),
+            End(error_code=6, partition=2, leader_epoch=-1, end_offset=-1),
+            End(error_code=0, partition=3, leader_epoch=-1, end_offset=-1),
+            End(error_code=0, partition=9, leader_epoch=1, end_offset=1)])])
+    wire = OffsetForLeaderEpochResponse.decode(response.encode(version=version),
+                                               version=version)
+    wanted = {("t", 0): 3, ("t", 1): 4, ("t", 2): 3, ("t", 3): 3, ("t", 4): 3}
+    assert epoch_answers(wire, 2, wanted) == {
+        ("t", 0): EpochEnd(leader=2, asked=3, epoch=3, end_offset=4711),
+        ("t", 1): EpochEnd(leader=2, asked=4, epoch=2, end_offset=90),
+        ("t", 2): "broker 2 answered NOT_LEADER_FOR_PARTITION",
+        ("t", 3): "broker 2 knows no leader epoch up to 3",
+        ("t", 4): "broker 2 did not answer for it"}
+
+
+def test_epoch_ends_not_read_come_back_with_why_within_the_deadline() -> None:
+    import socket
+    import time
+
+    from kaudit.cluster.model import Broker
+    from kaudit.waiting import Deadline
+
+    silent = socket.socket()  # accepts connections (the backlog) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        said = read_epoch_ends(ConnectionSettings(f"127.0.0.1:{port}"),
+                               {1: Broker(1, "127.0.0.1", port)},
+                               {("t", 0): (1, 3), ("t", 1): (2, 3)}, Deadline(1.0))
+        assert time.monotonic() - started < 5
+    finally:
+        silent.close()
+    assert said == {("t", 0): f"broker 1 (127.0.0.1:{port}) gave no answer within 1s",
+                    ("t", 1): "its leader, broker 2, is not registered"}
+    bad = read_epoch_ends(ConnectionSettings("h:1", properties={
+        "security.protocol": "CARRIER_PIGEON"}), {}, {("t", 0): (1, 3)}, Deadline(1.0))
+    assert "CARRIER_PIGEON" in str(bad[("t", 0)])

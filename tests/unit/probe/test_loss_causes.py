@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from kaudit.probe.causes import attribute_losses
 
+# A partition whose losses have no leader epochs to tell (deleted records need none).
+NO_EPOCHS = {"acked_epochs": None, "leader": None, "epoch_asked": None, "kept_below": None,
+             "epoch_on_leader": None, "epoch_end_offset": None, "epoch_end_unread": None}
+
 
 def test_records_below_the_log_start_were_deleted_the_others_are_unknown() -> None:
     causes = attribute_losses({0: [10, 11, 4999, 5000, 7000], 1: [3]}, {0: 5000, 1: 0})
@@ -23,7 +27,8 @@ def test_no_acknowledged_offset_or_no_log_start_is_never_called_deleted() -> Non
     assert (causes.deleted, causes.unknown) == (0, 3)
     assert causes.to_dict()["partitions"][1] == {
         "partition": 1, "log_start": None, "log_end": None, "deleted": 0, "truncated": 0,
-        "unknown": 1, "deleted_offsets": None, "truncated_offsets": None, "rewritten": 0}
+        "unknown": 1, "deleted_offsets": None, "truncated_offsets": None, "rewritten": 0,
+        **NO_EPOCHS}
 
 
 def test_partitions_without_losses_are_left_out() -> None:
@@ -32,7 +37,7 @@ def test_partitions_without_losses_are_left_out() -> None:
     assert causes.to_dict() == {"deleted": 1, "truncated": 0, "unknown": 0, "partitions": [
         {"partition": 2, "log_start": 5, "log_end": None, "deleted": 1, "truncated": 0,
          "unknown": 0, "deleted_offsets": [1, 1], "truncated_offsets": None,
-         "rewritten": 0}]}
+         "rewritten": 0, **NO_EPOCHS}]}
 
 
 def test_an_offset_acknowledged_twice_or_past_the_log_end_was_truncated() -> None:
