@@ -167,16 +167,21 @@ def _silent(broker: Broker, deadline: Deadline) -> str:
         f"{deadline.seconds:g}s"
 
 
-def _ask_features(answer: _Answer, config: dict[str, Any], deadline: Deadline) -> None:
+def _client_of(broker: Broker, config: dict[str, Any], deadline: Deadline) -> Any:
+    """A kafka-python client that knows only ``broker``, bounded by ``deadline``."""
     from kafka.admin import KafkaAdminClient
+
+    wait_ms = max(1, int(deadline.left() * 1000))
+    return KafkaAdminClient(bootstrap_servers=[f"{broker.host}:{broker.port}"],
+                            bootstrap_timeout_ms=wait_ms, request_timeout_ms=wait_ms, **config)
+
+
+def _ask_features(answer: _Answer, config: dict[str, Any], deadline: Deadline) -> None:
     from kafka.protocol.metadata import ApiVersionsRequest
 
     broker = answer.broker
     try:
-        wait_ms = max(1, int(deadline.left() * 1000))
-        answer.client = KafkaAdminClient(
-            bootstrap_servers=[f"{broker.host}:{broker.port}"], bootstrap_timeout_ms=wait_ms,
-            request_timeout_ms=wait_ms, **config)
+        answer.client = _client_of(broker, config, deadline)
         request = ApiVersionsRequest(client_software_name="kaudit",
                                      client_software_version="1", min_version=3)
         response = _send(answer.client, broker.id, request, deadline)
@@ -317,15 +322,11 @@ class _EpochAsk:
 
 
 def _ask_epoch_ends(ask: _EpochAsk, config: dict[str, Any], deadline: Deadline) -> None:
-    from kafka.admin import KafkaAdminClient
     from kafka.errors import IncompatibleBrokerVersion
 
     broker = ask.broker
     try:
-        wait_ms = max(1, int(deadline.left() * 1000))
-        ask.client = KafkaAdminClient(
-            bootstrap_servers=[f"{broker.host}:{broker.port}"], bootstrap_timeout_ms=wait_ms,
-            request_timeout_ms=wait_ms, **config)
+        ask.client = _client_of(broker, config, deadline)
         response = _send(ask.client, broker.id, epoch_request(ask.wanted), deadline)
         ask.found = epoch_answers(response, broker.id, ask.wanted)
     except IncompatibleBrokerVersion:
