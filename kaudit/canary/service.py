@@ -31,6 +31,7 @@ from kaudit.canary.watcher import HOUSEKEEPING_S, Watcher
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, ErrorCollector, new_consumer, new_producer
 from kaudit.cluster.topics import (
+    CANARY_TOPIC,
     TopicSpec,
     create_probe_topic,
     partition_roles,
@@ -47,7 +48,7 @@ from kaudit.probe.payload import decode, encoder
 from kaudit.probe.produce import _init_transactions as init_transactions
 from kaudit.waiting import Deadline
 
-DEFAULT_TOPIC = "kaudit-canary"
+DEFAULT_TOPIC = CANARY_TOPIC
 EVENTS_KEPT = 1000
 TXN_CALL_S = 1.0
 """How long a commit or abort may hold the loop; one that times out is tried again."""

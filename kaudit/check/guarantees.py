@@ -50,6 +50,7 @@ from kaudit.check.clients import ClientConfig
 from kaudit.check.findings import Guarantee, Reader, Semantics
 from kaudit.check.rules.common import Durability, durability
 from kaudit.cluster.model import ClusterSnapshot, Topic
+from kaudit.cluster.topics import CANARY_TOPIC
 
 
 def _topic_numbers(d: Durability) -> tuple[int, int, list[str]]:
@@ -113,6 +114,9 @@ def topic_guarantee(topic: Topic, snapshot: ClusterSnapshot) -> Guarantee:
                        "take the partition offline" if elr >= 1 else
                        "ELR off: when the last in-sync replica fails, the partition stays "
                        "offline until that replica returns")
+    if topic.name == CANARY_TOPIC:
+        # Audited like any topic, and named for what it is: no stray, nothing to clean up.
+        reasons.insert(0, "kaudit canary's own topic, kept on purpose")
     return Guarantee(topic=topic.name, semantics=semantics, loss_tolerance=loss,
                      write_tolerance=write, producer=None, reasons=tuple(reasons),
                      readers=topic_readers(topic, snapshot))

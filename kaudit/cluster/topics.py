@@ -16,6 +16,9 @@ from kaudit.cluster.model import Broker
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.waiting import Deadline, wait_for
 
+CANARY_TOPIC = "kaudit-canary"
+"""``kaudit canary``'s topic unless --topic names another: a service's, kept on purpose."""
+
 
 @dataclass(frozen=True)
 class TopicSpec:

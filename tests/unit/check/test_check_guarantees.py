@@ -138,3 +138,14 @@ def test_idempotence_silently_off_is_named_in_the_reasons() -> None:
     semantics, reasons = producer_semantics(_client("acks=1\n"))
     assert semantics is Semantics.at_least_once
     assert any("silently off because of acks=1 at p.properties:1" in r for r in reasons)
+
+
+def test_the_canarys_topic_is_audited_and_named_for_what_it_is() -> None:
+    snap = build_snapshot({"brokers": 3, "topics": [
+        {"name": "kaudit-canary", "replication_factor": 3,
+         "configs": {"min.insync.replicas": 2}},
+        {"name": "orders", "replication_factor": 3, "configs": {"min.insync.replicas": 2}}]})
+    canary, orders = (topic_guarantee(t, snap) for t in snap.topics)
+    assert canary.reasons[0] == "kaudit canary's own topic, kept on purpose"
+    assert (canary.loss_tolerance, canary.write_tolerance) == (1, 1)  # audited all the same
+    assert not any("canary" in r for r in orders.reasons)
