@@ -1,0 +1,242 @@
+"""Avro writer schemas for values in Avro (plain, or in Confluent's wire format): read from
+``.avsc`` files and checked before Spark starts, then resolved into the one reader schema
+the sink is compared with.
+
+- one FILE: the writer schema of every record (plain Avro has no schema id: one schema);
+- a DIRECTORY of ``ID.avsc`` files: Confluent's schema id -> its writer schema;
+- the reader schema: the one given (``--reader-schema``), else the writer schema with the
+  highest id (the newest a registry gave).
+
+Each writer schema must resolve to the reader schema by Avro's rules (the specification's
+"Schema Resolution"): records match by name; a reader field the writer lacks needs a
+default; a writer field the reader lacks is skipped; int is promoted to long, float or
+double, long to float or double, float to double, string and bytes to each other; a writer
+union resolves branch by branch, a reader union takes the first branch that matches. What
+does not resolve is an :class:`~kaudit.errors.InputError` naming the file and the field: it
+is known before any record is read.
+
+Nothing here decodes a record: Spark does, with spark-avro.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kaudit.errors import InputError
+
+PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
+NAMED = ("record", "enum", "fixed")
+PROMOTIONS = {"int": {"long", "float", "double"}, "long": {"float", "double"},
+              "float": {"double"}, "string": {"bytes"}, "bytes": {"string"}}
+"""Writer type -> the reader types it is promoted to."""
+_ID_FILE = re.compile(r"^(\d+)\.avsc$")
+
+
+@dataclass(frozen=True)
+class SchemaFile:
+    """One writer (or reader) schema: where it came from and what it says."""
+
+    path: Path
+    schema_id: int | None
+    """Confluent's schema id (the file's name), None for a single file."""
+    schema: Any
+    """The schema as parsed JSON, checked to be Avro."""
+
+    def json(self) -> str:
+        """The schema as spark-avro takes it."""
+        return json.dumps(self.schema, separators=(",", ":"), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class AvroSchemas:
+    """The writer schemas by id (one, None, for plain Avro) and the reader schema."""
+
+    writers: dict[int | None, SchemaFile]
+    reader: SchemaFile
+
+
+def load_schemas(writers: Path, reader: Path | None = None) -> AvroSchemas:
+    """The writer schemas of ``writers`` (an ``.avsc`` file, or a directory of ``ID.avsc``
+    files) and the reader schema, each writer checked to resolve to it."""
+    if writers.is_dir():
+        found: dict[int | None, SchemaFile] = {}
+        for path in sorted(writers.iterdir()):
+            match = _ID_FILE.match(path.name)
+            if match:
+                found[int(match.group(1))] = read_schema_file(path, int(match.group(1)))
+        if not found:
+            raise InputError(f"{writers}: no schema file named ID.avsc (e.g. 1.avsc) in it")
+        by_id = found
+    elif writers.is_file():
+        by_id = {None: read_schema_file(writers, None)}
+    else:
+        raise InputError(f"{writers}: no such schema file or directory")
+    newest = by_id[max(by_id, key=lambda k: -1 if k is None else k)]
+    chosen = read_schema_file(reader, None) if reader is not None else newest
+    for writer in by_id.values():
+        problem = resolve(writer.schema, chosen.schema)
+        if problem:
+            raise InputError(f"{writer.path}: does not resolve to the reader schema "
+                             f"{chosen.path}: {problem}")
+    return AvroSchemas(by_id, chosen)
+
+
+def read_schema_file(path: Path, schema_id: int | None) -> SchemaFile:
+    """One ``.avsc`` file, parsed and checked to be an Avro schema (file and line named)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read it: {exc}") from None
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not an Avro schema: not JSON ({exc.msg})"
+                         ) from None
+    problem = check_schema(schema, {})
+    if problem:
+        raise InputError(f"{path}: not an Avro schema: {problem}")
+    return SchemaFile(path, schema_id, schema)
+
+
+def check_schema(schema: Any, names: dict[str, Any], where: str = "the schema") -> str | None:
+    """Why ``schema`` is not Avro (None when it is); ``names`` collects the named types."""
+    if isinstance(schema, str):
+        if schema in PRIMITIVES or schema in names:
+            return None
+        return f"{where}: unknown type {schema!r}"
+    if isinstance(schema, list):
+        if not schema:
+            return f"{where}: an empty union"
+        for branch in schema:
+            if isinstance(branch, list):
+                return f"{where}: a union inside a union"
+            if (problem := check_schema(branch, names, where)) is not None:
+                return problem
+        return None
+    if not isinstance(schema, dict) or "type" not in schema:
+        return f"{where}: neither a type name, a union nor an object with a \"type\""
+    kind = schema["type"]
+    if kind in NAMED:
+        name = schema.get("name")
+        if not isinstance(name, str) or not name:
+            return f"{where}: a {kind} without a name"
+        names[_full_name(schema)] = schema
+        names[name] = schema
+    if kind == "record":
+        return _check_fields(schema, names, where)
+    if kind == "enum":
+        symbols = schema.get("symbols")
+        ok = isinstance(symbols, list) and symbols and all(isinstance(s, str) for s in symbols)
+        return None if ok else f"{where}: enum {schema['name']} without symbols"
+    if kind == "fixed":
+        ok = isinstance(schema.get("size"), int) and schema["size"] >= 0
+        return None if ok else f"{where}: fixed {schema['name']} without a size"
+    if kind == "array":
+        return check_schema(schema.get("items"), names, f"{where} (array items)")
+    if kind == "map":
+        return check_schema(schema.get("values"), names, f"{where} (map values)")
+    return check_schema(kind, names, where)  # {"type": "long", "logicalType": ...}
+
+
+def _check_fields(schema: dict[str, Any], names: dict[str, Any], where: str) -> str | None:
+    fields = schema.get("fields")
+    if not isinstance(fields, list):
+        return f"{where}: record {schema['name']} without a list of fields"
+    seen: set[str] = set()
+    for field in fields:
+        if not isinstance(field, dict) or not isinstance(field.get("name"), str):
+            return f"{where}: record {schema['name']} has a field without a name"
+        if field["name"] in seen:
+            return f"{where}: record {schema['name']} names field {field['name']} twice"
+        seen.add(field["name"])
+        inner = f"field {schema['name']}.{field['name']}"
+        if "type" not in field:
+            return f"{inner} has no type"
+        if (problem := check_schema(field["type"], names, inner)) is not None:
+            return problem
+    return None
+
+
+def resolve(writer: Any, reader: Any, where: str = "the value") -> str | None:
+    """Why data written with ``writer`` cannot be read with ``reader`` (None: it can)."""
+    return _resolve(writer, reader, where, _named(writer), _named(reader))
+
+
+def _resolve(writer: Any, reader: Any, where: str, w_names: dict[str, Any],
+             r_names: dict[str, Any]) -> str | None:
+    writer, reader = _deref(writer, w_names), _deref(reader, r_names)
+    if isinstance(writer, list):  # every branch the writer may have used must resolve
+        for branch in writer:
+            if (problem := _resolve(branch, reader, where, w_names, r_names)) is not None:
+                return problem
+        return None
+    if isinstance(reader, list):
+        if any(_resolve(writer, branch, where, w_names, r_names) is None for branch in reader):
+            return None
+        return f"{where}: the writer's {_type(writer)} matches no branch of the reader's union"
+    w_type, r_type = _type(writer), _type(reader)
+    if w_type != r_type:
+        if r_type in PROMOTIONS.get(w_type, ()):
+            return None
+        return f"{where}: written as {w_type}, read as {r_type} (no Avro promotion)"
+    if w_type == "record":
+        return _resolve_record(writer, reader, where, w_names, r_names)
+    if w_type == "enum":
+        missing = set(writer["symbols"]) - set(reader["symbols"])
+        if missing and "default" not in reader:
+            return f"{where}: enum symbols {sorted(missing)} unknown to the reader"
+    if w_type == "fixed" and writer.get("size") != reader.get("size"):
+        return f"{where}: fixed of size {writer.get('size')} read as size {reader.get('size')}"
+    if w_type == "array":
+        return _resolve(writer["items"], reader["items"], f"{where}[]", w_names, r_names)
+    if w_type == "map":
+        return _resolve(writer["values"], reader["values"], f"{where}{{}}", w_names, r_names)
+    return None
+
+
+def _resolve_record(writer: dict[str, Any], reader: dict[str, Any], where: str,
+                    w_names: dict[str, Any], r_names: dict[str, Any]) -> str | None:
+    if writer["name"] != reader["name"] and writer["name"] not in reader.get("aliases", ()):
+        return f"{where}: record {writer['name']} read as record {reader['name']}"
+    written = {f["name"]: f for f in writer["fields"]}
+    for field in reader["fields"]:
+        inner = f"field {field['name']}"
+        source = written.get(field["name"]) or next(
+            (written[a] for a in field.get("aliases", ()) if a in written), None)
+        if source is None:
+            if "default" not in field:
+                return f"{inner}: the reader has it with no default, the writer lacks it"
+            continue
+        problem = _resolve(source["type"], field["type"], inner, w_names, r_names)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _named(schema: Any) -> dict[str, Any]:
+    names: dict[str, Any] = {}
+    check_schema(schema, names)
+    return names
+
+
+def _deref(schema: Any, names: dict[str, Any]) -> Any:
+    """A named type's definition; a type wrapped in an object ({"type": [...]}) unwrapped."""
+    while isinstance(schema, dict) and not isinstance(schema["type"], str):
+        schema = schema["type"]
+    return names.get(schema, schema) if isinstance(schema, str) else schema
+
+
+def _type(schema: Any) -> str:
+    if isinstance(schema, dict):
+        kind = schema["type"]
+        return kind if isinstance(kind, str) else "union"
+    return str(schema)
+
+
+def _full_name(schema: dict[str, Any]) -> str:
+    name, space = schema["name"], schema.get("namespace")
+    return f"{space}.{name}" if space and "." not in name else name

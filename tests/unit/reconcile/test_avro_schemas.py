@@ -1,0 +1,135 @@
+"""Avro writer schemas from files, checked and resolved to one reader schema before Spark
+starts: Avro's own resolution rules, each refusal naming the file and the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kaudit.errors import InputError
+from kaudit.reconcile.avro_schemas import load_schemas, read_schema_file, resolve
+
+V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "amount", "type": "int"},
+    {"name": "note", "type": ["null", "string"], "default": None}]}
+V2 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "amount", "type": "double"},  # int -> double: a promotion
+    {"name": "note", "type": ["null", "string"], "default": None},
+    {"name": "currency", "type": "string", "default": "EUR"}]}  # added with a default
+
+
+def write(path: Path, schema: Any) -> Path:
+    path.write_text(json.dumps(schema, indent=2), encoding="utf-8")
+    return path
+
+
+def test_a_directory_of_ids_gives_each_writer_and_the_newest_reads_them_all(
+        tmp_path: Path) -> None:
+    write(tmp_path / "7.avsc", V1)
+    write(tmp_path / "12.avsc", V2)
+    (tmp_path / "README").write_text("not a schema")  # ignored: not ID.avsc
+    schemas = load_schemas(tmp_path)
+    assert sorted(k for k in schemas.writers if k is not None) == [7, 12]
+    assert schemas.reader.schema_id == 12 and schemas.reader.schema == V2
+    assert json.loads(schemas.reader.json()) == V2
+
+
+def test_one_file_is_plain_avros_one_writer_schema(tmp_path: Path) -> None:
+    schemas = load_schemas(write(tmp_path / "order.avsc", V1))
+    assert list(schemas.writers) == [None] and schemas.reader.schema == V1
+
+
+@pytest.mark.parametrize(("writer", "reader"), [
+    ("int", "long"), ("int", "float"), ("int", "double"), ("long", "double"),
+    ("float", "double"), ("string", "bytes"), ("bytes", "string"),
+    ("int", ["null", "long"]), (["null", "int"], ["null", "long"]),
+    ({"type": "array", "items": "int"}, {"type": "array", "items": "long"}),
+    ({"type": "map", "values": "float"}, {"type": "map", "values": "double"}),
+    ({"type": "long", "logicalType": "timestamp-millis"}, "long"),
+])
+def test_avros_promotions_resolve(writer: Any, reader: Any) -> None:
+    assert resolve(writer, reader) is None
+
+
+@pytest.mark.parametrize(("writer", "reader", "why"), [
+    ("long", "int", "written as long, read as int"),
+    ("double", "float", "written as double, read as float"),
+    ("string", "int", "written as string, read as int"),
+    (["null", "string"], "string", "written as null, read as string"),
+    ("boolean", ["null", "int"], "matches no branch"),
+    ({"type": "fixed", "name": "F", "size": 4}, {"type": "fixed", "name": "F", "size": 8},
+     "fixed of size 4 read as size 8"),
+    ({"type": "enum", "name": "E", "symbols": ["A", "B"]},
+     {"type": "enum", "name": "E", "symbols": ["A"]}, "symbols ['B'] unknown"),
+])
+def test_what_does_not_resolve_says_why(writer: Any, reader: Any, why: str) -> None:
+    assert why in (resolve(writer, reader) or "")
+
+
+def test_a_reader_field_the_writer_lacks_needs_a_default(tmp_path: Path) -> None:
+    strict = {**V2, "fields": [*V1["fields"], {"name": "currency", "type": "string"}]}
+    write(tmp_path / "1.avsc", V1)
+    reader = write(tmp_path / "reader.json", strict)
+    with pytest.raises(InputError) as err:
+        load_schemas(tmp_path, reader)
+    assert str(tmp_path / "1.avsc") in err.value.message
+    assert "field currency: the reader has it with no default" in err.value.message
+
+
+def test_a_field_of_another_type_is_named_with_its_file(tmp_path: Path) -> None:
+    narrowed = {**V1, "fields": [{"name": "id", "type": "int"}, *V1["fields"][1:]]}
+    write(tmp_path / "1.avsc", V1)
+    write(tmp_path / "2.avsc", narrowed)  # the newest: long -> int does not resolve
+    with pytest.raises(InputError) as err:
+        load_schemas(tmp_path)
+    assert err.value.message == (f"{tmp_path / '1.avsc'}: does not resolve to the reader "
+                                 f"schema {tmp_path / '2.avsc'}: field id: written as long, "
+                                 "read as int (no Avro promotion)")
+
+
+def test_a_writer_field_the_reader_lacks_is_skipped_and_records_match_by_name() -> None:
+    without_currency = {**V2, "fields": V2["fields"][:3]}
+    assert resolve(V2, without_currency) is None  # currency is skipped
+    renamed = {**V1, "name": "Invoice"}
+    assert "record Order read as record Invoice" in (resolve(V1, renamed) or "")
+    assert resolve(V1, {**renamed, "aliases": ["Order"]}) is None
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ('{"type": "record", "name": "X", "fields": [\n  {"name": "a", "type": "lng"}]}',
+     "field X.a: unknown type 'lng'"),
+    ('{"type": "record", "fields": []}', "the schema: a record without a name"),
+    ('{"type": "enum", "name": "E"}', "the schema: enum E without symbols"),
+    ('[]', "the schema: an empty union"),
+    ('{"name": "no type"}',
+     'the schema: neither a type name, a union nor an object with a "type"'),
+    ('{"type": "record", "name": "X", "fields": [{"name": "a", "type": "int"},'
+     ' {"name": "a", "type": "int"}]}', "the schema: record X names field a twice"),
+])
+def test_a_file_that_is_not_an_avro_schema_is_one_line(tmp_path: Path, text: str,
+                                                        why: str) -> None:
+    path = tmp_path / "bad.avsc"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        read_schema_file(path, None)
+    assert err.value.message == f"{path}: not an Avro schema: {why}"
+
+
+def test_json_that_does_not_parse_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "1.avsc"
+    path.write_text('{"type": "record",\n "name": "X",\n "fields": [,]}', encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        read_schema_file(path, 1)
+    assert err.value.message.startswith(f"{path}:3: not an Avro schema: not JSON")
+
+
+def test_a_missing_path_or_an_empty_directory_is_said(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such schema file or directory"):
+        load_schemas(tmp_path / "nowhere.avsc")
+    with pytest.raises(InputError, match=r"no schema file named ID\.avsc"):
+        load_schemas(tmp_path)
