@@ -215,7 +215,7 @@ class SendLoop:
     def run(self, interrupted: threading.Event) -> Sent:
         self.producer = new_producer(self.conn, self.collector, **self.conf)
         if self.settings.transactional:
-            _init_transactions(self.producer, self.conn, self.collector)
+            init_transactions(self.producer, self.conn, self.collector)
         self._send_all(interrupted)
         if self.send_count:
             self.timeline.send(self.send_second, self.send_count)
@@ -359,7 +359,7 @@ class SendLoop:
             # Between a commit and the next begin nothing is open: nothing to send again
             # (the last transaction's start is stale then: re-sending it would duplicate a
             # committed transaction).
-            _init_transactions(self.producer, self.conn, self.collector)
+            init_transactions(self.producer, self.conn, self.collector)
             was_open, starts = self.txn.open, self.txn.starts
             self._begin_transaction()
             if was_open:
@@ -395,7 +395,7 @@ class TransactionState:
     """Of which aborted on purpose."""
 
 
-def _init_transactions(producer: Any, conn: ConnectionSettings,
+def init_transactions(producer: Any, conn: ConnectionSettings,
                        collector: ErrorCollector) -> None:
     """init_transactions, retried while the error is retriable (a coordinator moving)."""
     deadline = Deadline(max(3 * conn.timeout, 30))

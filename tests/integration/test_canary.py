@@ -160,6 +160,17 @@ def scrape(port: int) -> str:
         return str(answer.read().decode())
 
 
+def gauge(port: int, name: str) -> float:
+    """The sum of the series whose line starts with ``name`` (the metric's name and ``{``,
+    or some of its labels too); NaN (no comparison holds) until the endpoint listens."""
+    try:
+        text = scrape(port)
+    except OSError:
+        return float("nan")
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(name))
+
+
 def assignment(lab: Lab, topic: str) -> dict[int, list[int]]:
     md = admin(lab).list_topics(topic, timeout=10)
     return {p: list(m.replicas) for p, m in md.topics[topic].partitions.items()}
@@ -229,10 +240,7 @@ def _truncation_by_acks_1(lab: Lab, tmp_path: Path, prometheus: Prometheus, metr
         assert proc.poll() is None, proc.communicate()[1]
 
         def own_count() -> float:  # the canary's own endpoint, read by the test
-            lines = [line for line in scrape(metrics_port).splitlines()
-                     if line.startswith("kaudit_canary_lost_records_total{")
-                     and 'cause="truncated"' in line]
-            return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+            return gauge(metrics_port, 'kaudit_canary_lost_records_total{cause="truncated",')
 
         # The losses are declared once the reader is past them; Prometheus has them once it
         # scraped after that.
@@ -270,17 +278,6 @@ def _assert_truncation_exact(in_prometheus: float | None, truth: dict[int, int],
     assert all(e["partition"] == 0 and "sequence" in e["evidence"] for e in lost)
     assert doc["verdict"] == "fail" and doc["violations"][0].startswith(
         f"lost: {truth[0]} acknowledged record(s) ({truth[0]} truncated)")
-
-
-def gauge(port: int, name: str) -> float:
-    """The sum of the series whose line starts with ``name`` (the metric's name and ``{``,
-    or some of its labels too); NaN (no comparison holds) until the endpoint listens."""
-    try:
-        text = scrape(port)
-    except OSError:
-        return float("nan")
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(name))
 
 
 def test_a_frozen_cluster_costs_availability_not_records_and_a_restart_counts_only_its_own(
@@ -339,8 +336,7 @@ def test_records_deleted_ahead_of_a_stalled_reader_are_lost_as_deleted_exactly(
                                 "--duration", "15")
 
     def read_on_p0() -> float:
-        return sum(float(line.rsplit(" ", 1)[1]) for line in scrape(metrics_port).splitlines()
-                   if line.startswith('kaudit_canary_records_total{fate="read",partition="0"'))
+        return gauge(metrics_port, 'kaudit_canary_records_total{fate="read",partition="0"')
 
     try:
         assert wait_for(lambda: any(e["kind"] == "fault" for e in events_of(events))
