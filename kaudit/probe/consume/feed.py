@@ -15,8 +15,37 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kaudit.cluster.client import AdminSession, new_producer
+from kaudit.cluster.client import AdminSession, LeaderGone, new_producer
 from kaudit.connect.settings import ConnectionSettings
+from kaudit.errors import ConnectionFailure
+
+
+class Acks:
+    """The feed's delivery reports: each partition's end so far and the errors.
+
+    A record acknowledged without an offset (librdkafka reports -1, ``None`` here, when the
+    broker answers a retried batch with DUPLICATE_SEQUENCE_NUMBER: it was written, where is
+    not said) leaves its partition in :attr:`unplaced`: its end must be read from the
+    broker. (Arithmetic on that ``None`` inside the callback once surfaced from
+    ``flush()`` as a SystemError: confluent-kafka re-raises a callback's exception badly on
+    Python 3.11.)
+    """
+
+    def __init__(self, starts: dict[int, int]) -> None:
+        self.ends = dict(starts)
+        self.errors: list[str] = []
+        self.unplaced: set[int] = set()
+
+    def delivered(self, err: Any, msg: Any) -> None:
+        """librdkafka's delivery report for one record."""
+        if err is not None:
+            self.errors.append(err.str())
+            return
+        partition, offset = msg.partition(), msg.offset()
+        if offset is None or offset < 0:
+            self.unplaced.add(partition)
+        elif offset + 1 > self.ends[partition]:
+            self.ends[partition] = offset + 1
 
 
 class Feed:
@@ -60,18 +89,10 @@ class Feed:
     def write(self) -> None:
         """Write every record (paced when ``--rate`` is set), wait for every
         acknowledgement, read the ends."""
-        errors: list[str] = []
-        ends = dict(self.starts)
-
-        def delivered(err: Any, msg: Any) -> None:
-            if err is not None:
-                errors.append(err.str())
-            else:
-                ends[msg.partition()] = max(ends[msg.partition()], msg.offset() + 1)
-
+        acks = Acks(self.starts)
         producer = new_producer(self.conn, None, **{
             "acks": "all", "enable.idempotence": True, "linger.ms": 5 if self.rate else 20,
-            "on_delivery": delivered})
+            "on_delivery": acks.delivered})
         n = len(self.partitions)
         began = time.monotonic()
         for i in range(self.count):
@@ -92,6 +113,17 @@ class Feed:
         # A broker fault can be in force now: the producer retries until its
         # delivery.timeout.ms; the flush outlasts the retries.
         left = producer.flush(max(self.conn.timeout * 3, 130.0))
+        errors, ends = acks.errors, acks.ends
+        if acks.unplaced and not left:
+            # Every record is answered and the feed is the topic's only writer: the
+            # high watermark is the end.
+            try:
+                latest = self.session.list_offsets(self.topic, sorted(acks.unplaced),
+                                                   "latest")
+                ends.update({p: max(ends[p], end) for p, end in latest.items()})
+            except (ConnectionFailure, LeaderGone) as exc:
+                self.error = (f"could not read the end of {self.topic}, where records were "
+                              f"acknowledged without their offsets: {exc}")
         if left or errors:
             self.error = (f"could not fill the input topic {self.topic}: "
                           f"{len(errors) + left} record(s) not written "
