@@ -25,7 +25,7 @@ what it saw, so every rule is tested exactly.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,66 @@ class Record:
     """The leader epoch the acknowledgement came from, when the client says."""
 
 
+class FateMemory:
+    """The fates of forgotten sequences, one byte each from a base sequence.
+
+    Sequences of a partition are sent in order, so what was forgotten is a run of
+    sequences: a bytearray indexed by sequence holds it in a byte a record (a dict of
+    sequence -> fate and a deque of forget times held ~170 bytes a record). It is dropped a
+    block of :data:`BLOCK` sequences at a time, once the block's latest forget is older than
+    the window: a fate is remembered for the window at least, at most a block longer.
+    """
+
+    BLOCK = 4096
+    FATES = (None, "read", "gone", "aborted")
+    """A byte's fate (0: none remembered)."""
+
+    __slots__ = ("base", "forgot_at", "marks")
+
+    def __init__(self) -> None:
+        self.base = 0
+        """The first sequence :attr:`marks` covers (a multiple of :data:`BLOCK`)."""
+        self.marks = bytearray()
+        self.forgot_at: list[float] = []
+        """Per block from :attr:`base`: when a sequence in it was last forgotten."""
+
+    def remember(self, seq: int, fate: str, now: float) -> None:
+        if seq < self.base:
+            return  # cannot happen: a block is dropped only below every open sequence
+        if not self.marks:
+            self.base = seq - seq % self.BLOCK
+        i = seq - self.base
+        if i >= len(self.marks):
+            blocks = i // self.BLOCK + 1
+            self.marks.extend(bytes(blocks * self.BLOCK - len(self.marks)))
+            self.forgot_at.extend([float("-inf")] * (blocks - len(self.forgot_at)))
+        self.marks[i] = self.FATES.index(fate)
+        self.forgot_at[i // self.BLOCK] = now
+
+    def fate(self, seq: int) -> str | None:
+        """``read``, ``gone``, ``aborted``; None when not remembered."""
+        i = seq - self.base
+        return self.FATES[self.marks[i]] if 0 <= i < len(self.marks) else None
+
+    def expire(self, now: float, window_s: float, keep_from: int) -> None:
+        """Forget what was forgotten more than ``window_s`` ago, never a sequence at or
+        above ``keep_from`` (the lowest still open or yet to be sent)."""
+        while self.forgot_at and now - self.forgot_at[0] > window_s:
+            below = keep_from - self.base
+            if below < self.BLOCK:
+                # The block is still being written: clear what is below keep_from.
+                if below > 0:
+                    self.marks[:below] = bytes(below)
+                return
+            del self.marks[:self.BLOCK]
+            del self.forgot_at[0]
+            self.base += self.BLOCK
+
+    def remembered(self) -> int:
+        """How many sequences have a fate remembered."""
+        return len(self.marks) - self.marks.count(0)
+
+
 @dataclass
 class PartitionBook:
     """One partition's records, from send to final fate."""
@@ -63,10 +123,11 @@ class PartitionBook:
     """Records whose fate is not final yet, by sequence."""
     owners: dict[int, int] = field(default_factory=dict)
     """Acknowledged offset -> sequence, for the open acknowledged records."""
-    recent: deque[tuple[float, int]] = field(default_factory=deque)
-    """(forgotten at, sequence) of records forgotten within the window, oldest first."""
-    fates: dict[int, str] = field(default_factory=dict)
-    """Sequence -> ``read`` or ``gone`` for the records in ``recent``."""
+    memory: FateMemory = field(default_factory=FateMemory)
+    """The fates of the records forgotten within the window (``read``, ``gone``,
+    ``aborted``)."""
+    next_seq: int = 0
+    """One past the highest sequence sent."""
     max_read: int = -1
     overwritten: dict[int, tuple[int, int | None]] = field(default_factory=dict)
     """Sequence of an open record -> (the sequence that took its offset since, the leader
@@ -77,6 +138,8 @@ class PartitionBook:
     def sent(self, seq: int, now: float) -> None:
         self.counts["sent"] += 1
         self.open[seq] = Record(sent_at=now)
+        if seq >= self.next_seq:
+            self.next_seq = seq + 1
 
     def acked(self, seq: int, offset: int, now: float, epoch: int | None = None) -> None:
         record = self.open.get(seq)
@@ -144,7 +207,7 @@ class PartitionBook:
             self.overwritten.setdefault(owner, (seq, epoch))
         record = self.open.get(seq)
         if record is None or record.read:
-            fate = "read" if record is not None else self.fates.get(seq)
+            fate = "read" if record is not None else self.memory.fate(seq)
             kind = {"read": "duplicated", "gone": "reappeared",
                     "aborted": "aborted_visible"}.get(fate or "", "beyond_window")
             self.counts[kind] += 1
@@ -194,9 +257,9 @@ class PartitionBook:
                     self.counts["indeterminate_absent"] += 1
                     events.append(self._event("indeterminate_absent", seq, -1, now))
                 self._forget(seq, now, "gone")
-        while self.recent and now - self.recent[0][0] > self.window_s:
-            _, seq = self.recent.popleft()
-            self.fates.pop(seq, None)
+        # ``open`` is in send order, so its first key is the lowest open sequence.
+        keep_from = next(iter(self.open), self.next_seq)
+        self.memory.expire(now, self.window_s, keep_from)
         return events
 
     def unsettled(self) -> dict[str, int]:
@@ -228,8 +291,7 @@ class PartitionBook:
                 and self.owners.get(record.offset) == seq:
             del self.owners[record.offset]
         self.overwritten.pop(seq, None)
-        self.recent.append((now, seq))
-        self.fates[seq] = fate
+        self.memory.remember(seq, fate, now)
 
     def _event(self, kind: str, seq: int, offset: int, now: float, **extra: Any
                ) -> dict[str, Any]:

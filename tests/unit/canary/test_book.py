@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kaudit.canary.book import PartitionBook
+from kaudit.canary.book import FateMemory, PartitionBook
 
 
 def book() -> PartitionBook:
@@ -22,7 +22,7 @@ def test_a_delivered_record_is_forgotten_and_its_duplicate_caught_within_the_win
     [event] = b.read(0, 101, 30.0)
     assert event["kind"] == "duplicated" and event["offset"] == 101
     b.expire(61.0)  # past the window: the sequence is forgotten too
-    assert not b.fates and not b.recent
+    assert b.memory.remembered() == 0
     [event] = b.read(0, 102, 62.0)
     assert event["kind"] == "beyond_window"
     assert b.counts["duplicated"] == 1 and b.counts["beyond_window"] == 1
@@ -119,7 +119,8 @@ def test_memory_is_bounded_by_what_is_in_flight_plus_the_window() -> None:
         b.passed(second * 100 + 100, 0, second + 0.5)
         b.expire(second + 0.5)
     assert not b.open and not b.owners
-    assert len(b.recent) == len(b.fates) <= 11 * 100
+    # A fate is kept for the window (10 s, 1,000 records) and at most a block more.
+    assert b.memory.remembered() <= len(b.memory.marks) <= 1100 + 2 * FateMemory.BLOCK
     assert b.counts["read"] == 100_000 and b.counts["lost"] == 0
 
 
@@ -174,3 +175,37 @@ def test_a_commit_with_no_known_outcome_leaves_its_records_indeterminate() -> No
     assert book.passed(5, 0, 1.0) == [] and book.counts["lost"] == 0  # never lost
     book.expire(100.0)
     assert book.counts["indeterminate_absent"] == 1
+
+
+def test_fate_memory_keeps_each_fate_for_the_window_and_drops_whole_blocks_after() -> None:
+    m, block = FateMemory(), FateMemory.BLOCK
+    for seq in range(3 * block):  # blocks 0, 1, 2 forgotten at t = 0, 1, 2
+        m.remember(seq, "gone" if seq == 5 else "read", seq // block)
+    assert m.fate(5) == "gone" and m.fate(block) == "read" and m.fate(3 * block) is None
+    m.expire(60.0, 60, keep_from=3 * block)  # block 0 is exactly a window old: kept
+    assert m.fate(0) == "read"
+    m.expire(60.5, 60, keep_from=3 * block)
+    assert m.base == block and m.fate(5) is None and m.fate(block) == "read"
+    m.expire(1000.0, 60, keep_from=3 * block)
+    assert m.remembered() == 0 and m.fate(3 * block - 1) is None
+
+
+def test_fate_memory_never_drops_a_block_an_open_record_may_still_be_forgotten_into() -> None:
+    m, block = FateMemory(), FateMemory.BLOCK
+    for seq in range(1, 2 * block):  # sequence 0 is still open (an unread ack, say)
+        m.remember(seq, "read", 0.0)
+    m.expire(500.0, 60, keep_from=0)
+    assert m.remembered() == 2 * block - 1
+    m.remember(0, "gone", 501.0)
+    assert m.fate(0) == "gone"
+    m.expire(502.0, 60, keep_from=2 * block)  # block 0 was touched at 501: kept
+    assert m.base == 0 and m.fate(1) == "read"
+
+
+def test_fate_memory_clears_below_the_open_records_in_a_block_still_being_written() -> None:
+    m = FateMemory()
+    for seq in range(10):
+        m.remember(seq, "read", 0.0)
+    m.expire(100.0, 60, keep_from=7)
+    assert [m.fate(s) for s in (6, 7, 9)] == [None, "read", "read"]
+    assert m.remembered() == 3
