@@ -269,7 +269,7 @@ def local_spark() -> Iterator[Any]:
     from kaudit.reconcile.spark import connector_jars, start_session
 
     # With Iceberg's runtime: the Iceberg sink's tests read a table through this session.
-    spark = start_session("local[*]", connector_jars(iceberg=True))
+    spark = start_session("local[*]", connector_jars(iceberg=True, avro=True))
     try:
         yield spark
     finally:

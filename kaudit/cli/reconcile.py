@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -24,6 +25,8 @@ class ValueFormat(StrEnum):
     json = "json"
     string = "string"
     bytes = "bytes"
+    avro = "avro"
+    avro_plain = "avro-plain"
 
 
 class Mode(StrEnum):
@@ -55,8 +58,16 @@ def reconcile(
         help="Record key: value field(s), dotted for nested, commas for composite; "
              "@key for the Kafka message key.")] = "@key",
     value_format: Annotated[ValueFormat, typer.Option(
-        case_sensitive=False, help="How values are decoded (bytes are compared by hash).")
+        case_sensitive=False, help="How values are decoded (bytes are compared by hash; avro: "
+                                   "Confluent's wire format; avro-plain: a bare Avro body).")
     ] = ValueFormat.json,
+    value_schema: Annotated[Path | None, typer.Option(
+        metavar="FILE|DIR", help="Avro writer schemas: a directory of ID.avsc files (one per "
+                                 "schema id), or one .avsc file (named ID.avsc for --value-"
+                                 "format avro).")] = None,
+    reader_schema: Annotated[Path | None, typer.Option(
+        metavar="FILE", help="The Avro schema every value is read as and compared in "
+                             "[default: the writer schema with the highest id].")] = None,
     schema: Annotated[str | None, typer.Option(
         metavar="DDL", help="Types of the key and compared JSON fields, e.g. 'id BIGINT, "
                             "amount DOUBLE' [default: the sink columns' types].")] = None,
@@ -112,6 +123,7 @@ def reconcile(
 ) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
     from kaudit.connect.settings import parse_key_values
+    from kaudit.reconcile.avro_schemas import schemas_for
     from kaudit.reconcile.classes import FAILING
     from kaudit.reconcile.job import run_reconcile
     from kaudit.reconcile.request import ReconcileRequest
@@ -119,6 +131,7 @@ def reconcile(
 
     request = ReconcileRequest(
         topic=topic, sink_uri=sink, key=key, value_format=value_format.value, schema=schema,
+        avro=schemas_for(value_format.value, value_schema, reader_schema, schema),
         mode=mode.value,
         compare=tuple(c.strip() for c in (compare or "").split(",") if c.strip()),
         column_map=parse_key_values(map or [], "--map"), start=from_, end=to,
@@ -135,7 +148,10 @@ def reconcile(
     failing = [f"{result.counts[k]:,} {k}" for k in FAILING if result.counts.get(k)]
     written("reconcile", f"{result.verdict}" + (f": {', '.join(failing)}" if failing else ""),
             output)
-    if result.counts.get("undecodable"):
+    if result.counts.get("undecodable") and request.avro is not None:
+        print(f"hint: {result.counts['undecodable']} record(s) could not be decoded: each "
+              "undecodable sample says why", file=sys.stderr)
+    elif result.counts.get("undecodable"):
         print(f"hint: {result.counts['undecodable']} record(s) could not be decoded (see the "
               "undecodable samples); name the fields' types with --schema if the sink's are "
               "not the ones to read them as", file=sys.stderr)

@@ -59,10 +59,38 @@ class AvroSchemas:
     reader: SchemaFile
 
 
-def load_schemas(writers: Path, reader: Path | None = None) -> AvroSchemas:
-    """The writer schemas of ``writers`` (an ``.avsc`` file, or a directory of ``ID.avsc``
-    files) and the reader schema, each writer checked to resolve to it."""
+def schemas_for(value_format: str, writers: Path | None, reader: Path | None,
+                ddl: str | None) -> AvroSchemas | None:
+    """The schemas ``--value-format``, ``--value-schema`` and ``--reader-schema`` ask for
+    (None for a value that is not Avro); a combination that cannot work is exit 2."""
+    avro = value_format in ("avro", "avro-plain")
+    if not avro:
+        if writers is not None or reader is not None:
+            given = "--value-schema" if writers is not None else "--reader-schema"
+            raise InputError(f"{given} is for Avro values: add --value-format avro "
+                             "(Confluent's wire format) or avro-plain")
+        return None
+    if writers is None:
+        raise InputError(f"--value-format {value_format} needs the writer schemas: "
+                         "--value-schema FILE|DIR (a directory of ID.avsc files)")
+    if ddl is not None:
+        raise InputError("--schema types JSON fields; an Avro value's fields have the types "
+                         "of its reader schema (--reader-schema)")
+    return load_schemas(writers, reader, framed=value_format == "avro")
+
+
+def load_schemas(writers: Path, reader: Path | None = None, *,
+                 framed: bool = True) -> AvroSchemas:
+    """The writer schemas of ``writers`` and the reader schema, each writer checked to
+    resolve to it.
+
+    ``framed`` (Confluent's wire format: each record names its schema id): ``writers`` is a
+    directory of ``ID.avsc`` files, or one file named so. Plain Avro names no id: one
+    ``.avsc`` file, of any name."""
     if writers.is_dir():
+        if not framed:
+            raise InputError(f"{writers}: plain Avro records carry no schema id: give the "
+                             "one writer schema's .avsc file")
         found: dict[int | None, SchemaFile] = {}
         for path in sorted(writers.iterdir()):
             match = _ID_FILE.match(path.name)
@@ -72,7 +100,12 @@ def load_schemas(writers: Path, reader: Path | None = None) -> AvroSchemas:
             raise InputError(f"{writers}: no schema file named ID.avsc (e.g. 1.avsc) in it")
         by_id = found
     elif writers.is_file():
-        by_id = {None: read_schema_file(writers, None)}
+        match = _ID_FILE.match(writers.name)
+        if framed and not match:
+            raise InputError(f"{writers}: Confluent-framed records name their schema id: name "
+                             "the file ID.avsc (e.g. 1.avsc) or give a directory of them")
+        schema_id = int(match.group(1)) if framed and match else None
+        by_id = {schema_id: read_schema_file(writers, schema_id)}
     else:
         raise InputError(f"{writers}: no such schema file or directory")
     newest = by_id[max(by_id, key=lambda k: -1 if k is None else k)]
@@ -82,7 +115,30 @@ def load_schemas(writers: Path, reader: Path | None = None) -> AvroSchemas:
         if problem:
             raise InputError(f"{writer.path}: does not resolve to the reader schema "
                              f"{chosen.path}: {problem}")
+    if _type(_deref(chosen.schema, _named(chosen.schema))) != "record":
+        raise InputError(f"{chosen.path}: the reader schema is not a record: kaudit compares "
+                         "a record's fields")
     return AvroSchemas(by_id, chosen)
+
+
+def field_paths(schema: Any) -> set[str]:
+    """The dotted names of a record schema's fields, nested records' too (through a union
+    with null, as a nullable record is written)."""
+    names = _named(schema)
+    paths: set[str] = set()
+
+    def walk(record: Any, prefix: str, depth: int) -> None:
+        for field in record["fields"]:
+            path = prefix + field["name"]
+            paths.add(path)
+            kind = _deref(field["type"], names)
+            if isinstance(kind, list):  # ["null", {...record}]
+                kind = next((_deref(b, names) for b in kind if b != "null"), None)
+            if isinstance(kind, dict) and kind.get("type") == "record" and depth < 16:
+                walk(kind, path + ".", depth + 1)
+
+    walk(_deref(schema, names), "", 0)
+    return paths
 
 
 def read_schema_file(path: Path, schema_id: int | None) -> SchemaFile:

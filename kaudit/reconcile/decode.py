@@ -13,7 +13,7 @@ from typing import Any
 
 from kaudit.errors import InputError
 from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
-from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest
+from kaudit.reconcile.request import AVRO_FORMATS, KAFKA_KEY, ReconcileRequest
 
 #: How much of an undecodable value the samples show.
 RAW_SAMPLE_CHARS = 200
@@ -33,6 +33,10 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     """
     if request.value_format == "json":
         decoded = _decode_json(raw, request, targets)
+    elif request.value_format in AVRO_FORMATS:
+        from kaudit.reconcile.decode_avro import decode_avro
+
+        decoded = _Decoded(**decode_avro(raw, request))
     else:
         decoded = _read_whole_value(raw, request)
     return _topic_columns(decoded, request)

@@ -15,6 +15,7 @@ from typing import Any
 
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
+from kaudit.reconcile.avro_schemas import field_paths as field_paths_of_avro
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic, joined_key
 from kaudit.reconcile.infer import field_paths
@@ -71,10 +72,8 @@ def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
     """A key or compared field that no sampled value has is a usage error (a typo, a field
     that needs --map), found before Spark starts. The sample is the first and the last
     records of each partition, so a field added to a topic later is still seen."""
-    if request.value_format != "json" or request.schema:
-        return
     wanted = [k for k in request.key_fields() if k != KAFKA_KEY] + list(request.compare)
-    if not wanted:
+    if request.value_format != "json" or request.schema or not wanted:
         return
     texts = sample_values(conn, request.topic, ranges, SAMPLE_PER_END, request.read_committed)
     if not texts:
@@ -87,6 +86,18 @@ def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
                 f"records sampled from each partition's start and end (fields: "
                 f"{', '.join(sorted(known)) or 'none'}); if it appears elsewhere, name its "
                 "type with --schema")
+
+
+def check_avro_fields(request: ReconcileRequest) -> None:
+    """A key or compared field the Avro reader schema lacks is a usage error, known before
+    anything is read."""
+    if request.avro is None:
+        return
+    known = field_paths_of_avro(request.avro.reader.schema)
+    for name in [k for k in request.key_fields() if k != KAFKA_KEY] + list(request.compare):
+        if name not in known:
+            raise InputError(f"{request.avro.reader.path}: the reader schema has no field "
+                             f"{name!r} (fields: {', '.join(sorted(known))})")
 
 
 def shape_sink(df: Any, request: ReconcileRequest) -> Any:
@@ -170,6 +181,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     started = time.monotonic()
     quiet_pyspark_errors()
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
+    check_avro_fields(request)
     for jar in request.jars or []:
         # A local path that is missing would surface minutes later as a missing class.
         if "://" not in jar and not Path(jar.removeprefix("file:")).expanduser().is_file():
@@ -182,7 +194,8 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     if spark is None:
         jars = request.jars
         if jars is None:
-            jars = connector_jars(iceberg=sink_spec.kind == "iceberg")
+            jars = connector_jars(iceberg=sink_spec.kind == "iceberg",
+                                  avro=request.avro is not None)
         # The driver JVM starts while the field check reads the topic's ends.
         _, spark = begin_session(request.master, jars).wait_after(
             lambda: check_fields_exist(conn, request, ranges))

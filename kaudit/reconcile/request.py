@@ -6,11 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kaudit.errors import InputError
+from kaudit.reconcile.avro_schemas import AvroSchemas
 from kaudit.reconcile.classes import FAILING
 from kaudit.reconcile.sinks import SinkSpec
 from kaudit.reconcile.source import OffsetRange
 
 KAFKA_KEY = "@key"
+AVRO_FORMATS = ("avro", "avro-plain")
+"""Value formats spark-avro decodes: Confluent's wire format, and a bare Avro body."""
 
 
 @dataclass(frozen=True)
@@ -20,8 +23,10 @@ class ReconcileRequest:
     topic: str
     sink_uri: str
     key: str = KAFKA_KEY
-    value_format: Literal["json", "string", "bytes"] = "json"
+    value_format: Literal["json", "string", "bytes", "avro", "avro-plain"] = "json"
     schema: str | None = None
+    avro: AvroSchemas | None = None
+    """The writer and reader schemas of an Avro value (``--value-schema``)."""
     mode: Literal["append", "upsert", "coordinates"] = "append"
     compare: tuple[str, ...] = ()
     column_map: dict[str, str] = field(default_factory=dict)

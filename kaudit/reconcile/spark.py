@@ -45,9 +45,10 @@ def spark_version() -> str:
 ICEBERG_VERSION = "1.11.0"
 
 
-def connector_jars(*, iceberg: bool = False) -> list[str]:
+def connector_jars(*, iceberg: bool = False, avro: bool = False) -> list[str]:
     """The Kafka source and PostgreSQL JDBC jars, resolved with mvn and cached; with
-    ``iceberg``, Iceberg's Spark runtime too (only runs that read an Iceberg sink need it).
+    ``iceberg``, Iceberg's Spark runtime too (only runs that read an Iceberg sink need it);
+    with ``avro``, spark-avro (only runs that decode Avro values need it).
 
     Only jars that Spark does not already ship are returned: a second
     scala-library or Hadoop client on the classpath would break Spark.
@@ -61,6 +62,12 @@ def connector_jars(*, iceberg: bool = False) -> list[str]:
                             what=f"Iceberg's Spark runtime {ICEBERG_VERSION}",
                             marker=f"{runtime}-*.jar")
         extra = sorted(str(j) for j in libs.glob(f"{runtime}-*.jar"))
+    if avro:
+        # Its dependencies (Avro, xz, Scala's) ship with Spark: only its own jar is added.
+        libs = resolve_jars(f"spark/{version}/avro", [("org.apache.spark", "spark-avro_2.13",
+                                                       version)],
+                            what=f"spark-avro {version}", marker="spark-avro_2.13-*.jar")
+        extra += sorted(str(j) for j in libs.glob("spark-avro_2.13-*.jar"))
     libs = resolve_jars(
         f"spark/{version}",
         [("org.apache.spark", "spark-sql-kafka-0-10_2.13", version), POSTGRES_JDBC],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -150,6 +151,37 @@ def test_reconcile_input_errors_come_before_any_connection(tmp_path: Path,
     result = run_in_process("reconcile", "-b", "127.0.0.1:1", "--topic", "orders", "--sink",
                             f"json:{tmp_path}", *extra)
     assert (result.code, result.stderr) == (2, message)
+
+
+def test_reconcile_avro_input_errors_come_before_any_connection(tmp_path: Path) -> None:
+    order = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
+    (tmp_path / "1.avsc").write_text(json.dumps(order))
+    broken = tmp_path / "bad" / "2.avsc"
+    broken.parent.mkdir()
+    broken.write_text('{"type": "record",\n "name": "Order",\n "fields": [}')
+    (tmp_path / "order.avsc").write_text(json.dumps(order))
+    cases = [
+        (("--value-format", "avro"), "--value-format avro needs the writer schemas"),
+        (("--value-schema", str(tmp_path / "1.avsc")), "--value-schema is for Avro values"),
+        (("--value-format", "avro", "--value-schema", str(broken)),
+         f"{broken}:3: not an Avro schema: not JSON"),
+        (("--value-format", "avro", "--value-schema", str(tmp_path / "order.avsc")),
+         "name the file ID.avsc"),
+        (("--value-format", "avro-plain", "--value-schema", str(tmp_path)),
+         "plain Avro records carry no schema id"),
+        (("--value-format", "avro", "--value-schema", str(tmp_path / "1.avsc"),
+          "--schema", "id BIGINT"), "--schema types JSON fields"),
+        (("--value-format", "avro", "--value-schema", str(tmp_path / "1.avsc"),
+          "--key", "id", "--compare", "amount"),
+         f"{tmp_path / '1.avsc'}: the reader schema has no field 'amount' (fields: id)"),
+    ]
+    for extra, message in cases:
+        # Nothing listens on port 1: each is found before Kafka or Spark is asked anything.
+        result = run_in_process("reconcile", "-b", "127.0.0.1:1", "--topic", "orders",
+                                "--sink", f"json:{tmp_path}", *extra)
+        assert result.code == 2, (extra, result.stderr)
+        assert result.stderr.startswith("kaudit: error: ") and message in result.stderr, extra
+        assert result.stderr.count("\n") == 1, result.stderr
 
 
 def test_a_matrix_without_its_lab_is_exit_2_before_its_first_cell(tmp_path: Path) -> None:

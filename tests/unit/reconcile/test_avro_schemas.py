@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from kaudit.errors import InputError
-from kaudit.reconcile.avro_schemas import load_schemas, read_schema_file, resolve
+from kaudit.reconcile.avro_schemas import (
+    field_paths,
+    load_schemas,
+    read_schema_file,
+    resolve,
+)
 
 V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
     {"name": "id", "type": "long"},
@@ -40,8 +45,38 @@ def test_a_directory_of_ids_gives_each_writer_and_the_newest_reads_them_all(
 
 
 def test_one_file_is_plain_avros_one_writer_schema(tmp_path: Path) -> None:
-    schemas = load_schemas(write(tmp_path / "order.avsc", V1))
+    schemas = load_schemas(write(tmp_path / "order.avsc", V1), framed=False)
     assert list(schemas.writers) == [None] and schemas.reader.schema == V1
+
+
+def test_one_file_of_confluent_framed_records_names_its_id(tmp_path: Path) -> None:
+    schemas = load_schemas(write(tmp_path / "42.avsc", V1))
+    assert list(schemas.writers) == [42] and schemas.reader.schema_id == 42
+    with pytest.raises(InputError) as err:
+        load_schemas(write(tmp_path / "order.avsc", V1))
+    assert "name the file ID.avsc" in err.value.message
+
+
+def test_plain_avro_has_one_writer_schema_not_a_directory(tmp_path: Path) -> None:
+    write(tmp_path / "1.avsc", V1)
+    with pytest.raises(InputError) as err:
+        load_schemas(tmp_path, framed=False)
+    assert "carry no schema id" in err.value.message
+
+
+def test_the_reader_schema_must_be_a_record(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as err:
+        load_schemas(write(tmp_path / "1.avsc", "string"))
+    assert "not a record" in err.value.message
+
+
+def test_field_paths_reach_into_nested_and_nullable_records() -> None:
+    address = {"type": "record", "name": "Address", "fields": [{"name": "city",
+                                                                 "type": "string"}]}
+    schema = {**V1, "fields": [*V1["fields"], {"name": "ship", "type": ["null", address]},
+                               {"name": "bill", "type": "Address"}]}
+    assert field_paths(schema) == {"id", "amount", "note", "ship", "ship.city", "bill",
+                                   "bill.city"}
 
 
 @pytest.mark.parametrize(("writer", "reader"), [

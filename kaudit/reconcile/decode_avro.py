@@ -1,0 +1,105 @@
+"""Avro values as the comparison reads them, decoded in Spark by spark-avro.
+
+``avro``: Confluent's wire format, a zero magic byte and a 4-byte big-endian schema id
+before the Avro body; each record is decoded with the writer schema of its id.
+``avro-plain``: the value is the Avro body alone, written with the one writer schema.
+Either way the record is resolved into the one reader schema (fields added with defaults,
+promoted types), so every record has the same fields, typed as the reader schema says.
+
+A record that cannot be decoded is kept, undecodable as a whole, with why in its sample:
+shorter than the header, another magic byte, a schema id with no file, or a body that does
+not decode with its writer schema (spark-avro's PERMISSIVE mode gives null for it: a
+decoded record is never null, a field of it that is null in the record stays null).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kaudit.reconcile.classes import UNDECODABLE
+from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest
+
+HEADER_BYTES = 5
+#: How many of an undecodable value's first bytes its sample shows, in hex.
+SAMPLE_BYTES = 24
+
+
+def decode_avro(raw: Any, request: ReconcileRequest) -> Any:
+    """The frame and the columns decode_topic builds its result from (see
+    :class:`kaudit.reconcile.decode._Decoded`), as a dict of its fields."""
+    from pyspark.sql import functions as F
+
+    schemas = request.avro
+    if schemas is None:  # the CLI loads them; a request made in code may not have
+        raise ValueError("an Avro value format needs the writer schemas (request.avro)")
+    value = F.col("value")
+    if request.value_format == "avro":
+        decoded, reason = _framed(value, schemas)
+    else:
+        decoded, reason = _plain(value, schemas)
+    frame = raw.select("partition", "offset", "timestamp", "key", "value",
+                       decoded.alias("v")).withColumn("_reason", F.when(
+                           value.isNotNull(), reason))
+    frame = frame.withColumn(UNDECODABLE, F.when(F.col("_reason").isNotNull(), F.lit("")))
+    key_names = [k for k in request.key_fields() if k != KAFKA_KEY]
+    values = {name: _field(name) for name in [*key_names, *request.compare]}
+    raw_text = F.when(F.col("_reason").isNotNull(), F.concat(
+        F.col("_reason"), F.lit("; the value starts "),
+        F.lower(F.hex(F.substring(value, 1, SAMPLE_BYTES)))))
+    return {"frame": frame, "tombstone": value.isNull(),
+            "values": {c: values[c] for c in request.compare},
+            "key_texts": {k: values[k].cast("string") for k in key_names},
+            "key_unread": F.col(UNDECODABLE).isNotNull(), "raw_text": raw_text}
+
+
+def _framed(value: Any, schemas: Any) -> tuple[Any, Any]:
+    """Confluent's wire format: the decoded record (null where it is not one) and why not
+    (read from the decoded column ``v``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    reader = schemas.reader.json()
+    length = F.length(value)
+    magic = F.substring(value, 1, 1)
+    schema_id = F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long")
+    body = value.substr(F.lit(HEADER_BYTES + 1), length - HEADER_BYTES)
+    header_ok = (length >= HEADER_BYTES) & (magic == F.unhex(F.lit("00")))
+    ids = sorted(i for i in schemas.writers if i is not None)
+    by_id: Any = None
+    for schema_id_known in ids:
+        # CASE WHEN evaluates only the branch that matches: one decoder per record.
+        branch = from_avro(body, schemas.writers[schema_id_known].json(),
+                           {"mode": "PERMISSIVE", "avroSchema": reader})
+        test = header_ok & (schema_id == F.lit(schema_id_known))
+        by_id = F.when(test, branch) if by_id is None else by_id.when(test, branch)
+    reason = (
+        F.when(length < HEADER_BYTES, F.format_string(
+            "%d bytes: shorter than the 5-byte header of Confluent's wire format", length))
+        .when(magic != F.unhex(F.lit("00")), F.concat(
+            F.lit("magic byte 0x"), F.lower(F.hex(magic)),
+            F.lit(", not 0x00: not Confluent's wire format")))
+        .when(~schema_id.isin(ids), F.format_string(
+            "schema id %d: no %d.avsc among the writer schemas", schema_id, schema_id))
+        .when(F.col("v").isNull(), F.format_string(
+            "the body does not decode with schema id %d", schema_id)))
+    return by_id, reason
+
+
+def _plain(value: Any, schemas: Any) -> tuple[Any, Any]:
+    """A bare Avro body: the decoded record (null where it is not one) and why not (read
+    from the decoded column ``v``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    [writer] = schemas.writers.values()
+    decoded = from_avro(value, writer.json(),
+                        {"mode": "PERMISSIVE", "avroSchema": schemas.reader.json()})
+    reason = F.when(F.col("v").isNull(), F.lit(
+        f"does not decode with the writer schema {writer.path.name}"))
+    return decoded, reason
+
+
+def _field(name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col("v." + ".".join(f"`{part}`" for part in name.split(".")))
