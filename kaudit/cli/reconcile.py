@@ -37,6 +37,13 @@ class Mode(StrEnum):
     coordinates = "coordinates"
 
 
+class Envelope(StrEnum):
+    """What each value wraps."""
+
+    none = "none"
+    debezium = "debezium"
+
+
 class Precision(StrEnum):
     """Timestamp precision for comparisons."""
 
@@ -71,10 +78,15 @@ def reconcile(
     schema: Annotated[str | None, typer.Option(
         metavar="DDL", help="Types of the key and compared JSON fields, e.g. 'id BIGINT, "
                             "amount DOUBLE' [default: the sink columns' types].")] = None,
-    mode: Annotated[Mode, typer.Option(
-        case_sensitive=False, rich_help_panel=MATCH,
+    envelope: Annotated[Envelope, typer.Option(
+        case_sensitive=False, help="debezium: each value is a Debezium change event (JSON, "
+                                   "with or without schema/payload); implies --mode upsert."
+    )] = Envelope.none,
+    mode: Annotated[Mode | None, typer.Option(
+        case_sensitive=False, rich_help_panel=MATCH, show_default=False,
         help="append: multisets of keys; upsert: latest record per key; coordinates: the "
-             "sink stores partition/offset.")] = Mode.append,
+             "sink stores partition/offset [default: append; upsert with --envelope "
+             "debezium].")] = None,
     compare: Annotated[str | None, typer.Option(
         metavar="FIELD[,FIELD]", rich_help_panel=MATCH,
         help="Payload fields compared with sink columns of the same name (or --map).")
@@ -126,13 +138,14 @@ def reconcile(
     from kaudit.reconcile.avro_schemas import schemas_for
     from kaudit.reconcile.classes import FAILING
     from kaudit.reconcile.job import run_reconcile
-    from kaudit.reconcile.request import ReconcileRequest
+    from kaudit.reconcile.request import ReconcileRequest, mode_for
     from kaudit.report.reconcile import RECONCILE
 
     request = ReconcileRequest(
         topic=topic, sink_uri=sink, key=key, value_format=value_format.value, schema=schema,
         avro=schemas_for(value_format.value, value_schema, reader_schema, schema),
-        mode=mode.value,
+        envelope=envelope.value,
+        mode=mode_for(envelope.value, mode and mode.value, value_format.value),
         compare=tuple(c.strip() for c in (compare or "").split(",") if c.strip()),
         column_map=parse_key_values(map or [], "--map"), start=from_, end=to,
         read_committed=read_committed,

@@ -13,6 +13,7 @@ from typing import Any
 
 from kaudit.errors import InputError
 from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
+from kaudit.reconcile.envelope import ENVELOPE_PROBLEM, debezium_texts
 from kaudit.reconcile.request import AVRO_FORMATS, KAFKA_KEY, ReconcileRequest
 
 #: How much of an undecodable value the samples show.
@@ -65,6 +66,9 @@ class _Decoded:
     key_unread: Any
     #: The start of the value's text where it could not be decoded.
     raw_text: Any
+    #: The tombstones matched by their message key (null: every tombstone is); a
+    #: Debezium delete is matched by its ``before``'s key fields instead.
+    by_message_key: Any = None
 
 
 def _topic_columns(decoded: _Decoded, request: ReconcileRequest) -> Any:
@@ -75,7 +79,9 @@ def _topic_columns(decoded: _Decoded, request: ReconcileRequest) -> Any:
                       for k in request.key_fields()])
     # A tombstone has no value to take key fields from: Kafka deletes by message key,
     # so a tombstone is matched by its message key (which names the same record).
-    key = (F.when(decoded.tombstone, F.col("key").cast("string"))
+    by_message_key = decoded.tombstone if decoded.by_message_key is None \
+        else decoded.by_message_key
+    key = (F.when(by_message_key, F.col("key").cast("string"))
            .when(decoded.key_unread, F.lit(None).cast("string")).otherwise(key))
     columns = [F.col("partition"), F.col("offset"), F.col("timestamp"),
                decoded.tombstone.alias("tombstone"), key.alias("key")]
@@ -110,11 +116,18 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
 
     key_names = [k for k in request.key_fields() if k != KAFKA_KEY]
     fields = list(dict.fromkeys(key_names + list(request.compare)))
-    # The value as text once, the bytes dropped: every later use reads the text where
-    # it lies, where each use of the bytes would copy them.
-    raw = raw.select("partition", "offset", "timestamp", "key",
-                     F.col("value").isNull().alias("_tombstone"),
-                     F.col("value").cast("string").alias("_text"))
+    problem, by_message_key, shown = None, None, F.col("_text")
+    if request.envelope == "debezium":
+        # The row each change event leaves (a delete's before, for its key) as the text.
+        raw = debezium_texts(raw)
+        problem, by_message_key = F.col(ENVELOPE_PROBLEM), F.col("_value").isNull()
+        shown = F.col("_value")
+    else:
+        # The value as text once, the bytes dropped: every later use reads the text where
+        # it lies, where each use of the bytes would copy them.
+        raw = raw.select("partition", "offset", "timestamp", "key",
+                         F.col("value").isNull().alias("_tombstone"),
+                         F.col("value").cast("string").alias("_text"))
     tombstone, text = F.col("_tombstone"), F.col("_text")
     # Two decoders, one read. The fast one parses numbers straight to DOUBLE (what
     # _convert makes of their text anyway): about a quarter of the decoding time of
@@ -131,15 +144,19 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
         fast[name] if name in doubles else _convert(fast[name], targets[name]))
         for name in fields}
     reason = _undecodable_reason(fields, slow, fast, texts, values, doubles | longs)
+    if problem is not None:  # never a tombstone: a delete names its op
+        reason = F.coalesce(problem, reason)
     frame = frame.withColumn(UNDECODABLE, F.when(~tombstone, reason))
     # The text decoder writes a JSON integer as its value's digits (-0 as 0), as the
     # BIGINT prints: both decoders give a key the same text.
     key_texts = {name: F.when(slow, texts[name]).otherwise(
         fast[name].cast("string") if name in longs else fast[name]) for name in key_names}
     return _Decoded(frame=frame, tombstone=tombstone, values=values, key_texts=key_texts,
-                    key_unread=F.col(UNDECODABLE).isin("", *key_names),
+                    key_unread=F.col(UNDECODABLE).isin("", *key_names, *(
+                        ["op"] if problem is not None else [])),
                     raw_text=F.when(F.col(UNDECODABLE).isNotNull(),
-                                    F.substring(text, 1, RAW_SAMPLE_CHARS)))
+                                    F.substring(shown, 1, RAW_SAMPLE_CHARS)),
+                    by_message_key=by_message_key)
 
 
 def _fast_types(fields: list[str], key_names: list[str],

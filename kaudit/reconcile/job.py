@@ -18,6 +18,7 @@ from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import field_paths as field_paths_of_avro
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic, joined_key
+from kaudit.reconcile.envelope import check_events
 from kaudit.reconcile.infer import field_paths
 from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
@@ -78,7 +79,9 @@ def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
     texts = sample_values(conn, request.topic, ranges, SAMPLE_PER_END, request.read_committed)
     if not texts:
         return  # an empty range, or a sample not read in time: nothing to judge
-    known = field_paths(texts)
+    # A Debezium topic's fields are those of the rows its events leave.
+    known = field_paths(check_events(request.topic, texts) if request.envelope == "debezium"
+                        else texts)
     for name in wanted:
         if name not in known:
             raise InputError(

@@ -16,6 +16,20 @@ AVRO_FORMATS = ("avro", "avro-plain")
 """Value formats spark-avro decodes: Confluent's wire format, and a bare Avro body."""
 
 
+def mode_for(envelope: str, mode: str | None, value_format: str = "json") -> Any:
+    """The comparison mode: the one given, else append; a Debezium topic's is upsert (its
+    final state per key), and no other."""
+    if envelope == "debezium" and value_format != "json":
+        raise InputError(f"--envelope debezium reads JSON change events (Kafka Connect's "
+                         f"JsonConverter); --value-format {value_format} is not read yet")
+    if envelope == "debezium":
+        if mode not in (None, "upsert"):
+            raise InputError(f"--envelope debezium compares each key's final state: it "
+                             f"implies --mode upsert, not {mode}")
+        return "upsert"
+    return mode or "append"
+
+
 @dataclass(frozen=True)
 class ReconcileRequest:
     """Everything `kaudit reconcile` was asked to do."""
@@ -25,6 +39,8 @@ class ReconcileRequest:
     key: str = KAFKA_KEY
     value_format: Literal["json", "string", "bytes", "avro", "avro-plain"] = "json"
     schema: str | None = None
+    envelope: Literal["none", "debezium"] = "none"
+    """``debezium``: each value is a change event; the row is its ``after``."""
     avro: AvroSchemas | None = None
     """The writer and reader schemas of an Avro value (``--value-schema``)."""
     mode: Literal["append", "upsert", "coordinates"] = "append"
