@@ -121,6 +121,18 @@ def load_schemas(writers: Path, reader: Path | None = None, *,
     return AvroSchemas(by_id, chosen)
 
 
+def never_null_fields(schema: Any) -> list[str]:
+    """The record schema's top-level fields that a decoded record always has a value in (not
+    ``null``, nor a union with it)."""
+    names = _named(schema)
+    out = []
+    for field in _deref(schema, names)["fields"]:
+        kind = _deref(field["type"], names)
+        if kind != "null" and not (isinstance(kind, list) and "null" in kind):
+            out.append(field["name"])
+    return out
+
+
 def field_paths(schema: Any) -> set[str]:
     """The dotted names of a record schema's fields, nested records' too (through a union
     with null, as a nullable record is written)."""

@@ -8,14 +8,17 @@ promoted types), so every record has the same fields, typed as the reader schema
 
 A record that cannot be decoded is kept, undecodable as a whole, with why in its sample:
 shorter than the header, another magic byte, a schema id with no file, or a body that does
-not decode with its writer schema (spark-avro's PERMISSIVE mode gives null for it: a
-decoded record is never null, a field of it that is null in the record stays null).
+not decode with its writer schema. spark-avro's PERMISSIVE mode decodes such a body as a
+record whose every field is null: it is told by a field the reader schema never leaves
+null (where every field may be null, by all of them being null, which a real record of
+only nulls would share). A field that is null in the record stays null.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kaudit.reconcile.avro_schemas import never_null_fields
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest
 
@@ -40,6 +43,8 @@ def decode_avro(raw: Any, request: ReconcileRequest) -> Any:
     frame = raw.select("partition", "offset", "timestamp", "key", "value",
                        decoded.alias("v")).withColumn("_reason", F.when(
                            value.isNotNull(), reason))
+    # A body that did not decode is a record of nulls (see the module docstring).
+    frame = frame.withColumn("v", F.when(F.col("_reason").isNull(), F.col("v")))
     frame = frame.withColumn(UNDECODABLE, F.when(F.col("_reason").isNotNull(), F.lit("")))
     key_names = [k for k in request.key_fields() if k != KAFKA_KEY]
     values = {name: _field(name) for name in [*key_names, *request.compare]}
@@ -80,7 +85,7 @@ def _framed(value: Any, schemas: Any) -> tuple[Any, Any]:
             F.lit(", not 0x00: not Confluent's wire format")))
         .when(~schema_id.isin(ids), F.format_string(
             "schema id %d: no %d.avsc among the writer schemas", schema_id, schema_id))
-        .when(F.col("v").isNull(), F.format_string(
+        .when(_not_decoded(schemas), F.format_string(
             "the body does not decode with schema id %d", schema_id)))
     return by_id, reason
 
@@ -94,9 +99,22 @@ def _plain(value: Any, schemas: Any) -> tuple[Any, Any]:
     [writer] = schemas.writers.values()
     decoded = from_avro(value, writer.json(),
                         {"mode": "PERMISSIVE", "avroSchema": schemas.reader.json()})
-    reason = F.when(F.col("v").isNull(), F.lit(
+    reason = F.when(_not_decoded(schemas), F.lit(
         f"does not decode with the writer schema {writer.path.name}"))
     return decoded, reason
+
+
+def _not_decoded(schemas: Any) -> Any:
+    """The decoded column ``v`` holds no record: null, or PERMISSIVE's record of nulls."""
+    from pyspark.sql import functions as F
+
+    reader = schemas.reader.schema
+    tell = never_null_fields(reader)[:1] or [f["name"] for f in reader["fields"]]
+    missing = F.col("v").isNull()
+    nulls = F.lit(True)
+    for name in tell:
+        nulls = nulls & _field(name).isNull()
+    return missing | nulls
 
 
 def _field(name: str) -> Any:

@@ -155,7 +155,7 @@ def test_two_schema_versions_against_parquet_in_append_mode(
     # A tombstoned key's row was dropped from this sink: in append mode it is missing.
     assert (counts["missing_in_sink"], counts["extra_in_sink"], counts["duplicated_in_sink"],
             counts["mismatched"]) == (len(MISSING | TOMBSTONED), len(EXTRA), len(DUPLICATED),
-                                      len(CHANGED)), counts
+                                      len(CHANGED)), json.dumps([counts, doc["samples"]])
     assert keys_of(doc, "missing_in_sink") == MISSING | TOMBSTONED
     assert keys_of(doc, "duplicated_in_sink") == DUPLICATED
     assert keys_of(doc, "mismatched") == CHANGED  # one of each schema version
@@ -186,7 +186,7 @@ def test_upsert_mode_against_postgres_with_tombstones(
     counts = doc["counts"]
     assert (counts["missing_in_sink"], counts["extra_in_sink"], counts["duplicated_in_sink"],
             counts["mismatched"]) == (len(MISSING), len(EXTRA | TOMBSTONED), len(DUPLICATED),
-                                      len(CHANGED)), counts
+                                      len(CHANGED)), json.dumps([counts, doc["samples"]])
     assert keys_of(doc, "extra_in_sink") == EXTRA | TOMBSTONED
     assert keys_of(doc, "mismatched") == CHANGED
     _assert_undecodable_exactly(doc, avro_topic["placed"])

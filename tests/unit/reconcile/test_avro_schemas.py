@@ -13,6 +13,7 @@ from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import (
     field_paths,
     load_schemas,
+    never_null_fields,
     read_schema_file,
     resolve,
 )
@@ -168,3 +169,9 @@ def test_a_missing_path_or_an_empty_directory_is_said(tmp_path: Path) -> None:
         load_schemas(tmp_path / "nowhere.avsc")
     with pytest.raises(InputError, match=r"no schema file named ID\.avsc"):
         load_schemas(tmp_path)
+
+
+def test_never_null_fields_tell_a_decoded_record_from_permissives_record_of_nulls() -> None:
+    assert never_null_fields(V2) == ["id", "amount", "currency"]  # note is ["null", ...]
+    nullable = {**V1, "fields": [{"name": "a", "type": ["null", "int"], "default": None}]}
+    assert never_null_fields(nullable) == []
