@@ -184,6 +184,18 @@ def test_reconcile_avro_input_errors_come_before_any_connection(tmp_path: Path) 
         assert result.stderr.count("\n") == 1, result.stderr
 
 
+@pytest.mark.parametrize("extra,message", [
+    (("--mode", "append"), "--envelope debezium compares each key's final state: it implies "
+                           "--mode upsert, not append"),
+    (("--value-format", "string"), "--envelope debezium reads JSON change events"),
+])
+def test_reconcile_debezium_input_errors_come_before_any_connection(
+        tmp_path: Path, extra: tuple[str, ...], message: str) -> None:
+    result = run_in_process("reconcile", "-b", "127.0.0.1:1", "--topic", "orders", "--sink",
+                            f"json:{tmp_path}", "--envelope", "debezium", *extra)
+    assert result.code == 2 and result.stderr.startswith(f"kaudit: error: {message}")
+
+
 def test_a_matrix_without_its_lab_is_exit_2_before_its_first_cell(tmp_path: Path) -> None:
     result = run_in_process("probe", "matrix", "-b", "127.0.0.1:1", "--lab-state-dir",
                             str(tmp_path / "none"))
