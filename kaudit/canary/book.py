@@ -141,13 +141,20 @@ class PartitionBook:
         if seq >= self.next_seq:
             self.next_seq = seq + 1
 
-    def acked(self, seq: int, offset: int, now: float, epoch: int | None = None) -> None:
+    def acked(self, seq: int, offset: int | None, now: float, epoch: int | None = None
+              ) -> None:
+        """The broker acknowledged ``seq`` at ``offset``; None: without saying where (an
+        idempotent producer's retry answered DUPLICATE_SEQUENCE_NUMBER: already written)."""
         record = self.open.get(seq)
         if record is None or record.outcome != "pending":
             return  # a send already settled: its transaction's end came first
         self.counts["acked"] += 1
         record.outcome, record.offset, record.answered_at = "acked", offset, now
         record.epoch = epoch
+        if offset is None:
+            if record.read:
+                self._forget(seq, now)
+            return
         earlier = self.owners.get(offset)
         if earlier is not None and earlier != seq:
             # The same offset acknowledged twice: the log was cut back below it in between.
@@ -243,6 +250,19 @@ class PartitionBook:
             self.lost_by_cause[cause] += 1
             events.append(self._event("lost", seq, offset, now, cause=cause,
                                       evidence=evidence))
+            self._forget(seq, now, "gone")
+        # Acknowledged without an offset: an idempotent producer writes a partition in
+        # sequence order, so one that was there lies below any later sequence read.
+        unplaced = [seq for seq, r in self.open.items() if r.outcome == "acked"
+                    and r.offset is None and not r.read and seq < self.max_read]
+        for seq in unplaced:
+            self.counts["lost"] += 1
+            self.lost_by_cause["unknown"] += 1
+            events.append(self._event(
+                "lost", seq, -1, now, cause="unknown",
+                evidence=f"acknowledged without an offset (a retry the broker already had); "
+                         f"the reader read sequence {self.max_read}, written after it, and "
+                         "not it"))
             self._forget(seq, now, "gone")
         return events
 

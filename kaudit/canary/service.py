@@ -117,6 +117,9 @@ class Canary:
         self.watcher = Watcher(self)
         self.stall = ReaderStall()
         self.txn: Transactions | None = None
+        producer = settings.producer
+        self._ordered = producer.acks != "0" and (producer.idempotence or producer.transactional)
+        """Each partition is written in sequence order (an idempotent producer)."""
         self._paused = False
 
     # --- setup -----------------------------------------------------------------------
@@ -282,8 +285,11 @@ class Canary:
         with self.lock:
             book = self.books[part]
             sent = book.open.get(seq)
-            if error is None and offset is not None and offset >= 0:
-                book.acked(seq, offset, now, epoch)
+            placed = offset is not None and offset >= 0
+            # An idempotent producer's ack without an offset is a retry the broker already
+            # had: acknowledged. With acks=0 there is no answer at all: nothing is promised.
+            if error is None and (placed or self._ordered):
+                book.acked(seq, offset if placed else None, now, epoch)
                 self.health.last_ack = now
                 self.timeline.add("acked", now)
                 if sent is not None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 import json
 import struct
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,18 +115,13 @@ def sink_rows(drop_tombstoned: bool) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def parquet_sink(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("avro-sink")
-    src = root / "rows.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in sink_rows(drop_tombstoned=True)))
-    dst = root / "orders.parquet"
-    code = ("import sys\nfrom pyspark.sql import SparkSession\n"
-            "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled','false')"
-            ".getOrCreate()\n"
-            "s.read.schema('id BIGINT, status STRING, amount DOUBLE, note STRING, "
-            "customer_id INT').json(sys.argv[1]).coalesce(1).write.parquet(sys.argv[2])\n")
-    subprocess.run([sys.executable, "-c", code, str(src), str(dst)], check=True,
-                   capture_output=True, timeout=300)
+def parquet_sink(local_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Written by the suite's own Spark session (no second driver to start)."""
+    dst = tmp_path_factory.mktemp("avro-sink") / "orders.parquet"
+    local_spark.createDataFrame(
+        sink_rows(drop_tombstoned=True),
+        "id BIGINT, status STRING, amount DOUBLE, note STRING, customer_id INT",
+    ).coalesce(1).write.parquet(str(dst))
     return dst
 
 

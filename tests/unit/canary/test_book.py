@@ -209,3 +209,21 @@ def test_fate_memory_clears_below_the_open_records_in_a_block_still_being_writte
     m.expire(100.0, 60, keep_from=7)
     assert [m.fate(s) for s in (6, 7, 9)] == [None, "read", "read"]
     assert m.remembered() == 3
+
+
+def test_an_ack_without_an_offset_is_delivered_when_read_and_lost_once_a_later_one_is_read(
+        ) -> None:
+    b = book()
+    for seq in range(4):
+        b.sent(seq, 0.0)
+    b.acked(0, None, 0.1)  # a retry the broker already had: written, where not said
+    b.acked(1, None, 0.1)
+    b.acked(2, 20, 0.1)
+    b.acked(3, 21, 0.1)
+    assert b.read(0, 18, 0.2) == [] and 0 not in b.open  # read: delivered, forgotten
+    assert b.passed(19, 0, 0.3) == [] and 1 in b.open  # nothing after it read yet
+    b.read(2, 20, 0.4)
+    [lost] = b.passed(21, 0, 0.5)
+    assert (lost["kind"], lost["seq"], lost["cause"]) == ("lost", 1, "unknown")
+    assert "acknowledged without an offset" in lost["evidence"]
+    assert b.counts["acked"] == 4 and b.counts["lost"] == 1 and b.lost_by_cause["unknown"] == 1
