@@ -52,24 +52,25 @@ def check_events(topic: str, samples: Iterable[bytes | str | None]) -> list[str]
 
 def debezium_texts(raw: Any) -> Any:
     """``raw`` as the JSON decoder reads it: ``_tombstone`` (a delete or a tombstone),
-    ``_text`` (the row the event leaves, or a delete's ``before`` for its key) and
-    :data:`ENVELOPE_PROBLEM` (null, or ``op`` where the event is not one)."""
+    ``_text`` (the row the event leaves, or a delete's ``before`` for its key),
+    ``_value`` (the value's text) and :data:`ENVELOPE_PROBLEM` (null, or ``op`` where the
+    value is not a change event)."""
     from pyspark.sql import functions as F
 
-    text = F.col("value").cast("string")
+    # Read as text fields, an object is handed over as its JSON text: one parse of the
+    # envelope, and one more of the payload where Connect's JSON converter wrapped it.
+    event_ddl = "op string, before string, after string"
     frame = raw.select("partition", "offset", "timestamp", "key",
-                       F.col("value").isNull().alias("_tombstone"), text.alias("_value"))
-    value = F.col("_value")
-    # Connect's JSON converter with schemas on wraps the event: {"schema":..,"payload":..}.
-    event = F.coalesce(F.get_json_object(value, "$.payload"), value)
+                       F.col("value").isNull().alias("_tombstone"),
+                       F.col("value").cast("string").alias("_value"))
+    outer = F.from_json(F.col("_value"), f"schema string, payload string, {event_ddl}")
+    frame = frame.select("*", outer.alias("_outer"))
+    wrapped = F.col("_outer.schema").isNotNull() & F.col("_outer.payload").isNotNull()
+    event = F.when(wrapped, F.from_json(F.col("_outer.payload"), event_ddl)).otherwise(
+        F.struct(*(F.col(f"_outer.{f}").alias(f) for f in ("op", "before", "after"))))
     frame = frame.select("*", event.alias("_event"))
-    event = F.col("_event")
-    op = F.get_json_object(event, "$.op")
-    frame = frame.select("*", op.alias("_op"))
-    op = F.col("_op")
-    deleted = op == F.lit("d")
-    row = F.when(deleted, F.get_json_object(event, "$.before")).otherwise(
-        F.get_json_object(event, "$.after"))
+    op, deleted = F.col("_event.op"), F.col("_event.op") == F.lit("d")
+    row = F.when(deleted, F.col("_event.before")).otherwise(F.col("_event.after"))
     problem = F.when(~F.col("_tombstone") & (op.isNull() | ~op.isin(*OPS)), F.lit("op"))
     return frame.select(
         "partition", "offset", "timestamp", "key",
