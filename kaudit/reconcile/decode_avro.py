@@ -45,16 +45,45 @@ def decode_avro(raw: Any, request: ReconcileRequest) -> Any:
                            value.isNotNull(), reason))
     # A body that did not decode is a record of nulls (see the module docstring).
     frame = frame.withColumn("v", F.when(F.col("_reason").isNull(), F.col("v")))
-    frame = frame.withColumn(UNDECODABLE, F.when(F.col("_reason").isNotNull(), F.lit("")))
     key_names = [k for k in request.key_fields() if k != KAFKA_KEY]
-    values = {name: _field(name) for name in [*key_names, *request.compare]}
-    raw_text = F.when(F.col("_reason").isNotNull(), F.concat(
+    tombstone, by_message_key = value.isNull(), None
+    if request.envelope == "debezium":
+        frame, tombstone = _debezium(frame)
+        by_message_key = value.isNull()
+    else:
+        frame = frame.withColumn(UNDECODABLE, F.when(F.col("_reason").isNotNull(),
+                                                     F.lit("")))
+    values = {name: _row_field(name, request.envelope) for name in [*key_names,
+                                                                     *request.compare]}
+    raw_text = F.when(F.col(UNDECODABLE).isNotNull(), F.concat(
         F.col("_reason"), F.lit("; the value starts "),
         F.lower(F.hex(F.substring(value, 1, SAMPLE_BYTES)))))
-    return {"frame": frame, "tombstone": value.isNull(),
+    return {"frame": frame, "tombstone": tombstone,
             "values": {c: values[c] for c in request.compare},
             "key_texts": {k: values[k].cast("string") for k in key_names},
-            "key_unread": F.col(UNDECODABLE).isNotNull(), "raw_text": raw_text}
+            "key_unread": F.col(UNDECODABLE).isNotNull(), "raw_text": raw_text,
+            "by_message_key": by_message_key}
+
+
+def _debezium(frame: Any) -> tuple[Any, Any]:
+    """A Debezium envelope decoded from Avro: the frame with its undecodable reasons (an
+    event without a known ``op`` too: field ``op``) and which records leave no row (a
+    delete, a tombstone)."""
+    from pyspark.sql import functions as F
+
+    from kaudit.reconcile.envelope import OPS
+
+    op = F.col("v.op")
+    frame = frame.withColumn("_not_event", F.col("value").isNotNull()
+                             & F.col("_reason").isNull() & (op.isNull() | ~op.isin(*OPS)))
+    not_event = F.col("_not_event")
+    frame = frame.withColumn("_reason", F.when(not_event, F.concat(
+        F.lit("op "), F.coalesce(op, F.lit("missing")),
+        F.lit(": not a Debezium change event"))).otherwise(F.col("_reason")))
+    frame = frame.withColumn(UNDECODABLE, F.when(not_event, F.lit("op")).when(
+        F.col("_reason").isNotNull(), F.lit("")))
+    deleted = F.coalesce(op == F.lit("d"), F.lit(False)) & F.col(UNDECODABLE).isNull()
+    return frame, F.col("value").isNull() | deleted
 
 
 def _framed(value: Any, schemas: Any) -> tuple[Any, Any]:
@@ -115,6 +144,17 @@ def _not_decoded(schemas: Any) -> Any:
     for name in tell:
         nulls = nulls & _field(name).isNull()
     return missing | nulls
+
+
+def _row_field(name: str, envelope: str) -> Any:
+    """A row field: of the value itself, or of a Debezium event's ``after`` (``before``
+    for a delete: its key)."""
+    from pyspark.sql import functions as F
+
+    if envelope != "debezium":
+        return _field(name)
+    return F.when(F.col("v.op") == F.lit("d"), _field(f"before.{name}")).otherwise(
+        _field(f"after.{name}"))
 
 
 def _field(name: str) -> Any:

@@ -97,10 +97,17 @@ def check_avro_fields(request: ReconcileRequest) -> None:
     if request.avro is None:
         return
     known = field_paths_of_avro(request.avro.reader.schema)
+    where = "the reader schema"
+    if request.envelope == "debezium":
+        if "op" not in known or "after" not in known:
+            raise InputError(f"{request.avro.reader.path}: the reader schema has no op and "
+                             "after fields: not a Debezium envelope")
+        known = {p.removeprefix("after.") for p in known if p.startswith("after.")}
+        where = "the reader schema's after record"
     for name in [k for k in request.key_fields() if k != KAFKA_KEY] + list(request.compare):
         if name not in known:
-            raise InputError(f"{request.avro.reader.path}: the reader schema has no field "
-                             f"{name!r} (fields: {', '.join(sorted(known))})")
+            raise InputError(f"{request.avro.reader.path}: {where} has no field {name!r} "
+                             f"(fields: {', '.join(sorted(known))})")
 
 
 def shape_sink(df: Any, request: ReconcileRequest) -> Any:

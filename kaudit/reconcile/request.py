@@ -19,9 +19,9 @@ AVRO_FORMATS = ("avro", "avro-plain")
 def mode_for(envelope: str, mode: str | None, value_format: str = "json") -> Any:
     """The comparison mode: the one given, else append; a Debezium topic's is upsert (its
     final state per key), and no other."""
-    if envelope == "debezium" and value_format != "json":
-        raise InputError(f"--envelope debezium reads JSON change events (Kafka Connect's "
-                         f"JsonConverter); --value-format {value_format} is not read yet")
+    if envelope == "debezium" and value_format not in ("json", "avro", "avro-plain"):
+        raise InputError(f"--envelope debezium reads change events in JSON or Avro, not "
+                         f"--value-format {value_format}")
     if envelope == "debezium":
         if mode not in (None, "upsert"):
             raise InputError(f"--envelope debezium compares each key's final state: it "

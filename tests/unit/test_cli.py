@@ -187,7 +187,8 @@ def test_reconcile_avro_input_errors_come_before_any_connection(tmp_path: Path) 
 @pytest.mark.parametrize("extra,message", [
     (("--mode", "append"), "--envelope debezium compares each key's final state: it implies "
                            "--mode upsert, not append"),
-    (("--value-format", "string"), "--envelope debezium reads JSON change events"),
+    (("--value-format", "string"), "--envelope debezium reads change events in JSON or "
+                                   "Avro, not --value-format string"),
 ])
 def test_reconcile_debezium_input_errors_come_before_any_connection(
         tmp_path: Path, extra: tuple[str, ...], message: str) -> None:

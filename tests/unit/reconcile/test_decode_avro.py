@@ -27,6 +27,15 @@ V2 = {**V1, "fields": [{"name": "id", "type": "long"}, {"name": "value", "type":
                        {"name": "unit", "type": ["null", "string"], "default": None}]}
 
 
+ROW = {"type": "record", "name": "Value", "namespace": "shop.public.readings",
+       "fields": [{"name": "id", "type": "long"}, {"name": "value", "type": "double"}]}
+ENVELOPE = {"type": "record", "name": "Envelope", "namespace": "shop.public.readings",
+            "fields": [{"name": "before", "type": ["null", ROW], "default": None},
+                       {"name": "after", "type": ["null", "Value"], "default": None},
+                       {"name": "op", "type": "string"},
+                       {"name": "ts_ms", "type": ["null", "long"], "default": None}]}
+
+
 def body(schema: Any, record: dict[str, Any]) -> bytes:
     import fastavro
 
@@ -46,23 +55,28 @@ def raw(spark: SparkSession, values: list[bytes | None]) -> DataFrame:
 
 
 def reconcile(spark: SparkSession, tmp_path: Path, value_format: str, values: list[Any],
-              sink_rows: list[tuple[Any, ...]], compare: tuple[str, ...] = ("value",)) -> Any:
+              sink_rows: list[tuple[Any, ...]], compare: tuple[str, ...] = ("value",),
+              envelope: str = "none") -> Any:
     schemas = tmp_path / "schemas"
     schemas.mkdir(exist_ok=True)
-    if value_format == "avro":
+    if envelope == "debezium":
+        (schemas / "5.avsc").write_text(json.dumps(ENVELOPE))
+        avro = load_schemas(schemas / "5.avsc")
+    elif value_format == "avro":
         (schemas / "1.avsc").write_text(json.dumps(V1))
         (schemas / "2.avsc").write_text(json.dumps(V2))
         avro = load_schemas(schemas)
     else:
         (schemas / "reading.avsc").write_text(json.dumps(V2))
         avro = load_schemas(schemas / "reading.avsc", framed=False)
+    mode = "upsert" if envelope == "debezium" else "append"
     request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",
                                compare=compare, value_format=value_format,  # type: ignore
-                               avro=avro)
+                               avro=avro, envelope=envelope, mode=mode)  # type: ignore
     sink = spark.createDataFrame(sink_rows, "id long, value double, unit string")
     topic = decode_topic(raw(spark, values), request, {})
     topic, sink = hashed(topic, shape_sink(sink, request), list(compare))
-    return run(topic, sink, "append", list(compare))
+    return run(topic, sink, mode, list(compare))
 
 
 def test_each_writer_schema_is_resolved_into_the_reader_schema(
@@ -96,3 +110,26 @@ def test_plain_avro_has_no_header_and_one_writer_schema(spark: SparkSession,
     assert result.counts() == counts(undecodable=1)
     [bad] = rows(result)
     assert bad[7] == "does not decode with the writer schema reading.avsc; the value starts 02"
+
+
+def test_debezium_events_in_avro_leave_each_keys_final_row(spark: SparkSession,
+                                                           tmp_path: Path) -> None:
+    def change(op: str, before: Any, after: Any) -> bytes:
+        return framed(5, ENVELOPE, {"before": before, "after": after, "op": op,
+                                    "ts_ms": 1_700_000_000_000})
+
+    values = [change("r", None, {"id": 1, "value": 1.0}),
+              change("c", None, {"id": 2, "value": 2.0}),
+              change("u", {"id": 2, "value": 2.0}, {"id": 2, "value": 2.5}),
+              change("c", None, {"id": 3, "value": 3.0}),
+              change("d", {"id": 3, "value": 3.0}, None), None,
+              change("x", None, {"id": 4, "value": 4.0})]
+    # The sink kept 2 from before its update and 3 after its delete.
+    sink = [(1, 1.0, None), (2, 2.0, None), (3, 3.0, None)]
+    result = reconcile(spark, tmp_path, "avro", values, sink, envelope="debezium")
+    assert result.counts() == counts(mismatched=1, extra_in_sink=1, undecodable=1)
+    found = {(r[0], r[1]): r for r in rows(result)}
+    assert found[("mismatched", "2")][7:] == ("2.5", "2.0")
+    assert ("extra_in_sink", "3") in found
+    [bad] = [r for r in rows(result) if r[0] == "undecodable"]
+    assert bad[6] == "op" and bad[7].startswith("op x: not a Debezium change event")
