@@ -174,6 +174,9 @@ def test_reconcile_avro_input_errors_come_before_any_connection(tmp_path: Path) 
         (("--value-format", "avro", "--value-schema", str(tmp_path / "1.avsc"),
           "--key", "id", "--compare", "amount"),
          f"{tmp_path / '1.avsc'}: the reader schema has no field 'amount' (fields: id)"),
+        (("--value-format", "avro", "--value-schema", str(tmp_path / "1.avsc"),
+          "--envelope", "debezium", "--key", "id"),
+         "the reader schema has no op and after fields: not a Debezium envelope"),
     ]
     for extra, message in cases:
         # Nothing listens on port 1: each is found before Kafka or Spark is asked anything.
