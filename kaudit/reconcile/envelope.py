@@ -29,6 +29,25 @@ def unwrap(event: Any) -> Any:
     return event
 
 
+def event_context(value: bytes | str | None) -> dict[str, Any] | None:
+    """What a sample shows of the change event behind it: its ``op``, ``ts_ms`` (when
+    Debezium handled it), the source's own ``ts_ms`` (when the database committed it) and
+    the transaction metadata, when the connector adds it. None for what is not an event."""
+    if value is None:
+        return None
+    try:
+        event = unwrap(json.loads(value))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(event, dict) or "op" not in event:
+        return None
+    source = event.get("source")
+    if not isinstance(source, dict):
+        source = {}
+    return {"op": event["op"], "ts_ms": event.get("ts_ms"),
+            "source_ts_ms": source.get("ts_ms"), "transaction": event.get("transaction")}
+
+
 def check_events(topic: str, samples: Iterable[bytes | str | None]) -> list[str]:
     """The row texts (``after``, or a delete's ``before``) of sampled events, for the field
     check; an event without ``op`` is exit 2: the topic does not carry Debezium events."""

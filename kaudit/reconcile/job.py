@@ -18,11 +18,17 @@ from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import field_paths as field_paths_of_avro
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic, joined_key
-from kaudit.reconcile.envelope import check_events
+from kaudit.reconcile.envelope import check_events, event_context
 from kaudit.reconcile.infer import field_paths
 from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
-from kaudit.reconcile.source import OffsetRange, pin_offsets, read_topic, sample_values
+from kaudit.reconcile.source import (
+    OffsetRange,
+    pin_offsets,
+    read_topic,
+    sample_values,
+    values_at,
+)
 from kaudit.reconcile.spark import error_line
 
 #: Records read from each end of each partition to check that the named fields exist.
@@ -274,13 +280,31 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     topic_records = comparison.topic_records()  # from the same pass, no job of their own
     sink_rows = comparison.sink_rows()
     output_files = _write_discrepancies(comparison.discrepancies, request)
+    samples = comparison.samples(request.samples)
+    if request.envelope == "debezium" and request.value_format == "json":
+        add_events(conn, request, samples)
     result = ReconcileResult(
         request=request, sink=sink_spec, ranges=ranges, topic_records=topic_records,
         sink_rows=sink_rows, counts=counts, by_partition=comparison.counts_by_partition(),
-        samples=comparison.samples(request.samples), output_files=output_files,
+        samples=samples, output_files=output_files,
         seconds=time.monotonic() - started)
     comparison.unpersist()
     return result
+
+
+def add_events(conn: ConnectionSettings, request: ReconcileRequest,
+               samples: dict[str, list[dict[str, Any]]]) -> None:
+    """Each sample of a Debezium topic gets the change event behind it (``event``: op,
+    ts_ms, the source's ts_ms, transaction), read on the driver at its partition and
+    offset; a sample with no topic record (extra in the sink) gets none."""
+    places = {(s["partition"], s["offset"]) for rows in samples.values() for s in rows
+              if s.get("partition") is not None and s.get("offset") is not None}
+    found = values_at(conn, request.topic, places, request.read_committed) if places else {}
+    for rows in samples.values():
+        for sample in rows:
+            partition, offset = sample.get("partition"), sample.get("offset")
+            sample["event"] = None if partition is None or offset is None \
+                else event_context(found.get((partition, offset)))
 
 
 #: Rows per partition of the one shuffle that keep a task's hash aggregation and hash

@@ -164,9 +164,6 @@ def sample_values(conn: ConnectionSettings, topic: str, ranges: list[OffsetRange
     read on the driver by an assigned consumer that never joins or commits to its group
     (no Spark job: this runs before the session starts). None when a segment could not be
     read to its end within the timeout: a partial sample cannot prove a field absent."""
-    from kaudit.cluster import client
-    from kaudit.cluster.client import ErrorCollector, new_consumer
-
     heads, tails = {}, {}
     for r in ranges:
         if r.end > r.start:
@@ -174,13 +171,40 @@ def sample_values(conn: ConnectionSettings, topic: str, ranges: list[OffsetRange
             tail_start = max(heads[r.partition][1], r.end - per_end)
             if tail_start < r.end:
                 tails[r.partition] = (tail_start, r.end)
+    found = read_segments(conn, topic, [heads, tails], read_committed)
+    return None if found is None else [v for v in found.values() if v is not None]
+
+
+def values_at(conn: ConnectionSettings, topic: str, places: set[tuple[int, int]],
+              read_committed: bool) -> dict[tuple[int, int], bytes | None]:
+    """The values at these (partition, offset) places (a few: the report's samples), read
+    on the driver; a place not read within the timeout is left out."""
+    by_partition: dict[int, list[int]] = {}
+    for partition, offset in sorted(places):
+        by_partition.setdefault(partition, []).append(offset)
+    rounds = max((len(offsets) for offsets in by_partition.values()), default=0)
+    passes = [{p: (offsets[i], offsets[i] + 1) for p, offsets in by_partition.items()
+               if i < len(offsets)} for i in range(rounds)]
+    found = read_segments(conn, topic, passes, read_committed, partial=True) or {}
+    return {place: value for place, value in found.items() if place in places}
+
+
+def read_segments(conn: ConnectionSettings, topic: str,
+                  passes: list[dict[int, tuple[int, int]]], read_committed: bool,
+                  partial: bool = False) -> dict[tuple[int, int], bytes | None] | None:
+    """Each pass's ``partition -> [start, end)`` segments read, by (partition, offset), by
+    an assigned consumer that never joins or commits to its group. A segment not read to
+    its end within the timeout: None, or (``partial``) what was read."""
+    from kaudit.cluster import client
+    from kaudit.cluster.client import ErrorCollector, new_consumer
+
     consumer = new_consumer(conn, ErrorCollector(), **{
         "group.id": "kaudit-reconcile-sample", "enable.auto.commit": False,
         "enable.partition.eof": True,
         "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
-    values: list[bytes] = []
+    values: dict[tuple[int, int], bytes | None] = {}
     try:
-        for segments in (heads, tails):
+        for segments in passes:
             if not segments:
                 continue
             assigned = [client.TopicPartition(topic, p, start)
@@ -199,12 +223,12 @@ def sample_values(conn: ConnectionSettings, topic: str, ranges: list[OffsetRange
                             del left[p]  # the range ends at a marker or an aborted batch
                         continue
                     end = left[p][1]
-                    if msg.offset() < end and msg.value() is not None:
-                        values.append(msg.value())
+                    if msg.offset() < end:
+                        values[(p, msg.offset())] = msg.value()
                     if msg.offset() >= end - 1:
                         del left[p]
                         consumer.pause([client.TopicPartition(topic, p)])
-            if left:
+            if left and not partial:
                 return None
     finally:
         consumer.close()

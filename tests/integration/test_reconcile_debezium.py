@@ -45,11 +45,17 @@ def event(op: str, i: int, wrapped: bool) -> str:
     after = None if op == "d" else row(i, updated=op == "u")
     payload = {"before": before, "after": after, "op": op, "ts_ms": 1_700_000_000_000 + i,
                "source": {"connector": "postgresql", "db": "shop", "table": "orders",
-                          "lsn": 1000 + i}, "transaction": None}
+                          "lsn": 1000 + i, "ts_ms": 1_699_999_999_000 + i},
+               "transaction": transaction(i) if op == "u" else None}
     if not wrapped:
         return json.dumps(payload)
     schema = {"type": "struct", "name": "shop.public.orders.Envelope", "fields": []}
     return json.dumps({"schema": schema, "payload": payload})
+
+
+def transaction(i: int) -> dict[str, Any]:
+    """Debezium's transaction metadata (provide.transaction.metadata=true)."""
+    return {"id": f"571:{53000 + i}", "total_order": 1, "data_collection_order": 1}
 
 
 def key(i: int) -> str:
@@ -119,6 +125,13 @@ def test_the_topics_final_state_per_key_against_postgresql(
     assert keys_of(doc, "extra_in_sink") == EXTRA | KEPT_DELETED
     assert keys_of(doc, "mismatched") == STALE
     assert {s["column"] for s in doc["samples"]["mismatched"]} == {"status", "amount"}
+    # Each sample says which change event it comes from: when, and in which transaction.
+    for sample in doc["samples"]["mismatched"]:
+        i = int(sample["key"])
+        assert sample["event"] == {"op": "u", "ts_ms": 1_700_000_000_000 + i,
+                                   "source_ts_ms": 1_699_999_999_000 + i,
+                                   "transaction": transaction(i)}, sample
+    assert all(s["event"] is None for s in doc["samples"]["extra_in_sink"])
 
 
 def test_an_event_without_op_is_exit_2_when_sampled_and_undecodable_when_not(

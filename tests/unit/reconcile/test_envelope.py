@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kaudit.errors import InputError
-from kaudit.reconcile.envelope import check_events, unwrap
+from kaudit.reconcile.envelope import check_events, event_context, unwrap
 from kaudit.reconcile.request import mode_for
 
 
@@ -44,3 +44,15 @@ def test_debezium_refuses_any_mode_but_upsert() -> None:
     for mode in ("append", "coordinates"):
         with pytest.raises(InputError, match=f"implies --mode upsert, not {mode}"):
             mode_for("debezium", mode)
+
+
+def test_a_samples_event_says_when_and_in_which_transaction() -> None:
+    event = {"before": None, "after": {"id": 1}, "op": "c", "ts_ms": 20,
+             "source": {"ts_ms": 10, "lsn": 5}, "transaction": {"id": "t1", "total_order": 3}}
+    wrapped = json.dumps({"schema": {}, "payload": event}).encode()
+    assert event_context(wrapped) == {"op": "c", "ts_ms": 20, "source_ts_ms": 10,
+                                      "transaction": {"id": "t1", "total_order": 3}}
+    assert event_context(json.dumps({"op": "d"})) == {
+        "op": "d", "ts_ms": None, "source_ts_ms": None, "transaction": None}
+    assert event_context(None) is None and event_context(b"{not json") is None
+    assert event_context(json.dumps({"id": 1})) is None
