@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,24 @@ DUPLICATED = {10, 11}
 CHANGED = {20, 21}
 EXTRA = {1000}
 TOMBSTONED = {40, 41}
+
+
+def create_topic(lab: Lab, prefix: str, partitions: int) -> str:
+    """A new topic of RF 3, once every broker knows it."""
+    from confluent_kafka.admin import NewTopic
+
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    admin(lab).create_topics([NewTopic(name, partitions, 3)])[name].result(30)
+    wait_until(lambda: name in admin(lab).list_topics(timeout=5).topics, 30, "topic")
+    return name
+
+
+def placing(places: dict[int, tuple[int, int]]) -> Callable[[Any, Any], None]:
+    """A delivery callback noting where each record (keyed by its number) was written."""
+    def record(err: Any, msg: Any) -> None:
+        assert err is None, err
+        places[int(msg.key())] = (msg.partition(), msg.offset())
+    return record
 
 
 def amount(i: int) -> float:
@@ -360,17 +378,10 @@ def truncated_topic(lab: Lab) -> Iterator[dict[str, Any]]:
     """2 partitions of JSON records; partition 0 loses its first records to delete-records
     (as retention would), moving its log start offset."""
     from confluent_kafka import Producer, TopicPartition
-    from confluent_kafka.admin import NewTopic
 
-    name = f"coords-{uuid.uuid4().hex[:6]}"
-    admin(lab).create_topics([NewTopic(name, 2, 3)])[name].result(30)
-    wait_until(lambda: name in admin(lab).list_topics(timeout=5).topics, 30, "topic")
+    name = create_topic(lab, "coords", 2)
     coords: dict[int, tuple[int, int]] = {}
-
-    def record(err: Any, msg: Any) -> None:
-        assert err is None, err
-        coords[int(msg.key())] = (msg.partition(), msg.offset())
-
+    record = placing(coords)
     producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
     for i in range(40):
         producer.produce(name, key=str(i), value=json.dumps({"id": i, "amount": amount(i)}),

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import Lab
-from tests.integration.test_lab import admin, wait_until
-from tests.integration.test_reconcile import keys_of, reconcile
+from tests.integration.test_lab import admin
+from tests.integration.test_reconcile import create_topic, keys_of, placing, reconcile
 from tests.pg import Postgres
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.usefixtures("local_spark")]
@@ -69,20 +69,13 @@ def framed(schema_id: int, schema: Any, record: dict[str, Any]) -> bytes:
 @pytest.fixture(scope="module")
 def avro_topic(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import NewTopic
 
     schemas = tmp_path_factory.mktemp("schemas")
     (schemas / "1.avsc").write_text(json.dumps(V1, indent=2))
     (schemas / "2.avsc").write_text(json.dumps(V2, indent=2))
-    name = f"avro-orders-{uuid.uuid4().hex[:6]}"
-    admin(lab).create_topics([NewTopic(name, 3, 3)])[name].result(30)
-    wait_until(lambda: name in admin(lab).list_topics(timeout=5).topics, 30, "topic")
+    name = create_topic(lab, "avro-orders", 3)
     placed: dict[int, tuple[int, int]] = {}
-
-    def record(err: Any, msg: Any) -> None:
-        assert err is None, err
-        placed[int(msg.key())] = (msg.partition(), msg.offset())
-
+    record = placing(placed)
     producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
     for i in range(N):
         value = framed(1, V1, order(i)) if i < V2_FROM else framed(2, V2, order(i))
