@@ -46,3 +46,20 @@ def test_a_second_is_unavailable_only_when_no_ack_came_near_it() -> None:
     states = [r["state"] for r in t.rows()]
     assert states == ["available", "available", "available", "unavailable", "available",
                       "available"]
+
+
+def test_its_memory_is_allocated_at_the_start_and_stays_flat() -> None:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        t = Timeline(started=0.0, kept_s=600)
+        before = tracemalloc.get_traced_memory()[0]
+        for second in range(3000):  # five times the seconds kept
+            t.add("sent", second + 0.1, 50)
+            t.ack_latency(second + 0.2, 0.01)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 1024, grown
+    assert len(t.rows()) == 600
