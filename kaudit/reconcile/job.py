@@ -296,7 +296,8 @@ def add_events(conn: ConnectionSettings, request: ReconcileRequest,
                samples: dict[str, list[dict[str, Any]]]) -> None:
     """Each sample of a Debezium topic gets the change event behind it (``event``: op,
     ts_ms, the source's ts_ms, transaction), read on the driver at its partition and
-    offset; a sample with no topic record (extra in the sink) gets none."""
+    offset (a row kept after its delete points at the delete); a sample with no topic
+    record (a row the topic never had) gets none."""
     places = {(s["partition"], s["offset"]) for rows in samples.values() for s in rows
               if s.get("partition") is not None and s.get("offset") is not None}
     found = values_at(conn, request.topic, places, request.read_committed) if places else {}
