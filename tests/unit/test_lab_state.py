@@ -80,7 +80,10 @@ def test_kill_stop_and_start_return_only_once_the_node_is_paused_or_running(
 
 def test_a_reused_pid_is_not_our_node(tmp_path: Path) -> None:
     node = _node(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # Another process, once it runs (while it execs, its command line reads empty, which
+    # counts as our node starting: test_a_node_whose_exec_is_under_way_is_not_taken_for_gone).
+    other = _node(tmp_path / "other")
+    proc = _started("print('ready', flush=True); import time; time.sleep(60)", other)
     try:
         node.pid = proc.pid
         assert node_state(node) is NodeState.down
