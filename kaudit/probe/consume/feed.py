@@ -18,6 +18,7 @@ from typing import Any
 from kaudit.cluster.client import AdminSession, LeaderGone, new_producer
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
+from kaudit.waiting import Deadline
 
 
 class Acks:
@@ -25,27 +26,38 @@ class Acks:
 
     A record acknowledged without an offset (librdkafka reports -1, ``None`` here, when the
     broker answers a retried batch with DUPLICATE_SEQUENCE_NUMBER: it was written, where is
-    not said) leaves its partition in :attr:`unplaced`: its end must be read from the
-    broker. (Arithmetic on that ``None`` inside the callback once surfaced from
-    ``flush()`` as a SystemError: confluent-kafka re-raises a callback's exception badly on
-    Python 3.11.)
+    not said) matters only when no later record of its partition was placed: the
+    idempotent feed writes each partition in order, so a later offset covers it. Such
+    partitions are :meth:`unplaced`: their end must be read from the broker. (Arithmetic
+    on that ``None`` inside the callback once surfaced from ``flush()`` as a SystemError:
+    confluent-kafka re-raises a callback's exception badly on Python 3.11.)
     """
 
     def __init__(self, starts: dict[int, int]) -> None:
         self.ends = dict(starts)
         self.errors: list[str] = []
-        self.unplaced: set[int] = set()
+        self._placed: dict[int, int] = {}
+        """Partition -> the highest record number acknowledged with its offset."""
+        self._unplaced: dict[int, int] = {}
+        """Partition -> the highest record number acknowledged without one."""
 
     def delivered(self, err: Any, msg: Any) -> None:
-        """librdkafka's delivery report for one record."""
+        """librdkafka's delivery report for one record (its value ends in its number)."""
         if err is not None:
             self.errors.append(err.str())
             return
         partition, offset = msg.partition(), msg.offset()
+        number = int(msg.value().rsplit(b" ", 1)[-1])
         if offset is None or offset < 0:
-            self.unplaced.add(partition)
-        elif offset + 1 > self.ends[partition]:
+            self._unplaced[partition] = max(self._unplaced.get(partition, -1), number)
+            return
+        self._placed[partition] = max(self._placed.get(partition, -1), number)
+        if offset + 1 > self.ends[partition]:
             self.ends[partition] = offset + 1
+
+    def unplaced(self) -> list[int]:
+        """The partitions whose last acknowledged record came without an offset."""
+        return sorted(p for p, n in self._unplaced.items() if n > self._placed.get(p, -1))
 
 
 class Feed:
@@ -114,16 +126,8 @@ class Feed:
         # delivery.timeout.ms; the flush outlasts the retries.
         left = producer.flush(max(self.conn.timeout * 3, 130.0))
         errors, ends = acks.errors, acks.ends
-        if acks.unplaced and not left:
-            # Every record is answered and the feed is the topic's only writer: the
-            # high watermark is the end.
-            try:
-                latest = self.session.list_offsets(self.topic, sorted(acks.unplaced),
-                                                   "latest")
-                ends.update({p: max(ends[p], end) for p, end in latest.items()})
-            except (ConnectionFailure, LeaderGone) as exc:
-                self.error = (f"could not read the end of {self.topic}, where records were "
-                              f"acknowledged without their offsets: {exc}")
+        if acks.unplaced() and not left:
+            self._read_ends(acks.unplaced(), ends)
         if left or errors:
             self.error = (f"could not fill the input topic {self.topic}: "
                           f"{len(errors) + left} record(s) not written "
@@ -131,3 +135,19 @@ class Feed:
         self.say(f"{sum(ends[p] - self.starts[p] for p in self.partitions)} records in "
                  f"{len(self.partitions)} partitions of {self.topic}")
         self._ends = ends
+
+    def _read_ends(self, partitions: list[int], ends: dict[int, int]) -> None:
+        """Every record is answered and the feed is the topic's only writer: the high
+        watermark is the end. A fault may still hold a leader down: asked again until it
+        is back, within the flush's own bound."""
+        deadline = Deadline(max(self.conn.timeout * 3, 130.0))
+        while True:
+            try:
+                latest = self.session.list_offsets(self.topic, partitions, "latest")
+                ends.update({p: max(ends[p], end) for p, end in latest.items()})
+                return
+            except (ConnectionFailure, LeaderGone) as exc:
+                if deadline.expired() or self.stop.wait(1.0):
+                    self.error = (f"could not read the end of {self.topic}, where records "
+                                  f"were acknowledged without their offsets: {exc}")
+                    return
