@@ -29,6 +29,14 @@ class ValueFormat(StrEnum):
     avro_plain = "avro-plain"
 
 
+class KeyFormat(StrEnum):
+    """How message keys are decoded."""
+
+    string = "string"
+    avro = "avro"
+    avro_plain = "avro-plain"
+
+
 class Mode(StrEnum):
     """How topic records and sink rows correspond."""
 
@@ -64,6 +72,14 @@ def reconcile(
         metavar="FIELD[,FIELD]|@key", rich_help_panel=MATCH,
         help="Record key: value field(s), dotted for nested, commas for composite; "
              "@key for the Kafka message key.")] = "@key",
+    key_format: Annotated[KeyFormat, typer.Option(
+        case_sensitive=False, rich_help_panel=MATCH,
+        help="How message keys are decoded (avro: Confluent's wire format; avro-plain: a bare "
+             "Avro body). An Avro key record's fields are matched with the sink columns of "
+             "their names.")] = KeyFormat.string,
+    key_schema: Annotated[Path | None, typer.Option(
+        metavar="FILE|DIR", rich_help_panel=MATCH,
+        help="Avro writer schemas of the key, as --value-schema.")] = None,
     value_format: Annotated[ValueFormat, typer.Option(
         case_sensitive=False, help="How values are decoded (bytes are compared by hash; avro: "
                                    "Confluent's wire format; avro-plain: a bare Avro body).")
@@ -135,7 +151,7 @@ def reconcile(
 ) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
     from kaudit.connect.settings import parse_key_values
-    from kaudit.reconcile.avro_schemas import schemas_for
+    from kaudit.reconcile.avro_schemas import key_schemas_for, schemas_for
     from kaudit.reconcile.classes import FAILING
     from kaudit.reconcile.job import run_reconcile
     from kaudit.reconcile.request import ReconcileRequest, mode_for
@@ -144,6 +160,7 @@ def reconcile(
     request = ReconcileRequest(
         topic=topic, sink_uri=sink, key=key, value_format=value_format.value, schema=schema,
         avro=schemas_for(value_format.value, value_schema, reader_schema, schema),
+        key_format=key_format.value, key_avro=key_schemas_for(key_format.value, key_schema),
         envelope=envelope.value,
         mode=mode_for(envelope.value, mode and mode.value, value_format.value),
         compare=tuple(c.strip() for c in (compare or "").split(",") if c.strip()),

@@ -28,6 +28,8 @@ from typing import Any
 
 from kaudit.errors import InputError
 
+AVRO_FORMATS = ("avro", "avro-plain")
+"""Formats spark-avro decodes: Confluent's wire format, and a bare Avro body."""
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 NAMED = ("record", "enum", "fixed")
 PROMOTIONS = {"int": {"long", "float", "double"}, "long": {"float", "double"},
@@ -63,24 +65,37 @@ def schemas_for(value_format: str, writers: Path | None, reader: Path | None,
                 ddl: str | None) -> AvroSchemas | None:
     """The schemas ``--value-format``, ``--value-schema`` and ``--reader-schema`` ask for
     (None for a value that is not Avro); a combination that cannot work is exit 2."""
-    avro = value_format in ("avro", "avro-plain")
-    if not avro:
-        if writers is not None or reader is not None:
-            given = "--value-schema" if writers is not None else "--reader-schema"
-            raise InputError(f"{given} is for Avro values: add --value-format avro "
+    if value_format in AVRO_FORMATS and ddl is not None:
+        raise InputError("--schema types JSON fields; an Avro value's fields have the types "
+                         "of its reader schema (--reader-schema)")
+    if value_format not in AVRO_FORMATS and reader is not None:
+        raise InputError("--reader-schema is for Avro values: add --value-format avro "
+                         "(Confluent's wire format) or avro-plain")
+    return _given_schemas("value", value_format, writers, reader)
+
+
+def key_schemas_for(key_format: str, writers: Path | None) -> AvroSchemas | None:
+    """The schemas ``--key-format`` and ``--key-schema`` ask for (None for a text key); a
+    key is read as its newest writer schema."""
+    return _given_schemas("key", key_format, writers, None)
+
+
+def _given_schemas(side: str, given_format: str, writers: Path | None,
+                   reader: Path | None) -> AvroSchemas | None:
+    if given_format not in AVRO_FORMATS:
+        if writers is not None:
+            raise InputError(f"--{side}-schema is for Avro {side}s: add --{side}-format avro "
                              "(Confluent's wire format) or avro-plain")
         return None
     if writers is None:
-        raise InputError(f"--value-format {value_format} needs the writer schemas: "
-                         "--value-schema FILE|DIR (a directory of ID.avsc files)")
-    if ddl is not None:
-        raise InputError("--schema types JSON fields; an Avro value's fields have the types "
-                         "of its reader schema (--reader-schema)")
-    return load_schemas(writers, reader, framed=value_format == "avro")
+        raise InputError(f"--{side}-format {given_format} needs the writer schemas: "
+                         f"--{side}-schema FILE|DIR (a directory of ID.avsc files)")
+    return load_schemas(writers, reader, framed=given_format == "avro",
+                        record_only=side == "value")
 
 
 def load_schemas(writers: Path, reader: Path | None = None, *,
-                 framed: bool = True) -> AvroSchemas:
+                 framed: bool = True, record_only: bool = True) -> AvroSchemas:
     """The writer schemas of ``writers`` and the reader schema, each writer checked to
     resolve to it.
 
@@ -115,10 +130,18 @@ def load_schemas(writers: Path, reader: Path | None = None, *,
         if problem:
             raise InputError(f"{writer.path}: does not resolve to the reader schema "
                              f"{chosen.path}: {problem}")
-    if _type(_deref(chosen.schema, _named(chosen.schema))) != "record":
+    if record_only and record_fields(chosen.schema) is None:
         raise InputError(f"{chosen.path}: the reader schema is not a record: kaudit compares "
                          "a record's fields")
     return AvroSchemas(by_id, chosen)
+
+
+def record_fields(schema: Any) -> list[str] | None:
+    """A record schema's top-level field names; None for a schema that is not a record."""
+    kind = _deref(schema, _named(schema))
+    if _type(kind) != "record":
+        return None
+    return [field["name"] for field in kind["fields"]]
 
 
 def never_null_fields(schema: Any) -> list[str]:

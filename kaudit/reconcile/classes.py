@@ -27,3 +27,6 @@ FAILING: tuple[str, ...] = (
 #: Topic-frame columns of a record that could not be decoded: which field ("" for the whole
 #: value; null for a record that decoded) and the start of its raw value.
 UNDECODABLE, RAW_VALUE = "_undecodable", "_raw_value"
+#: Topic-frame column: why the message key could not be decoded (null where it was, or
+#: where it is text).
+KEY_PROBLEM = "_key_problem"

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kaudit.errors import InputError
-from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
+from kaudit.reconcile.avro_schemas import AVRO_FORMATS
+from kaudit.reconcile.classes import KEY_PROBLEM, RAW_VALUE, UNDECODABLE
 from kaudit.reconcile.envelope import ENVELOPE_PROBLEM, debezium_texts
-from kaudit.reconcile.request import AVRO_FORMATS, KAFKA_KEY, ReconcileRequest
+from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest
 
 #: How much of an undecodable value the samples show.
 RAW_SAMPLE_CHARS = 200
@@ -30,8 +31,12 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     null: JSON values are taken as text and converted. A record whose value is not a JSON
     object, or whose field does not convert, has :data:`UNDECODABLE` set (the field's name,
     "" for the whole value) and its raw text in :data:`RAW_VALUE`; when its key cannot be
-    read its key is null.
+    read its key is null. An Avro message key is decoded first: one that does not decode
+    makes its record undecodable (field ``@key``).
     """
+    from kaudit.reconcile.decode_avro import decode_key
+
+    raw = decode_key(raw, request)
     if request.value_format == "json":
         decoded = _decode_json(raw, request, targets)
     elif request.value_format in AVRO_FORMATS:
@@ -81,12 +86,17 @@ def _topic_columns(decoded: _Decoded, request: ReconcileRequest) -> Any:
     # so a tombstone is matched by its message key (which names the same record).
     by_message_key = decoded.tombstone if decoded.by_message_key is None \
         else decoded.by_message_key
+    key_problem = F.col(KEY_PROBLEM)
     key = (F.when(by_message_key, F.col("key").cast("string"))
-           .when(decoded.key_unread, F.lit(None).cast("string")).otherwise(key))
+           .when(decoded.key_unread | key_problem.isNotNull(), F.lit(None).cast("string"))
+           .otherwise(key))
     columns = [F.col("partition"), F.col("offset"), F.col("timestamp"),
                decoded.tombstone.alias("tombstone"), key.alias("key")]
     columns += [decoded.values[c].alias(request.sink_column(c)) for c in request.compare]
-    columns += [F.col(UNDECODABLE), decoded.raw_text.alias(RAW_VALUE)]
+    # A key that did not decode is the record's problem where its value has none.
+    columns += [F.coalesce(F.col(UNDECODABLE), F.when(key_problem.isNotNull(), F.lit(
+        KAFKA_KEY))).alias(UNDECODABLE),
+        F.coalesce(decoded.raw_text, key_problem).alias(RAW_VALUE)]
     return decoded.frame.select(*columns)
 
 
@@ -114,8 +124,8 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     """A JSON value's key and compared fields, as decode_topic describes."""
     from pyspark.sql import functions as F
 
-    key_names = [k for k in request.key_fields() if k != KAFKA_KEY]
-    fields = list(dict.fromkeys(key_names + list(request.compare)))
+    key_names = request.value_key_fields()
+    fields = request.value_fields()
     problem, by_message_key, shown = None, None, F.col("_text")
     if request.envelope == "debezium":
         # The row each change event leaves (a delete's before, for its key) as the text.
@@ -125,7 +135,7 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     else:
         # The value as text once, the bytes dropped: every later use reads the text where
         # it lies, where each use of the bytes would copy them.
-        raw = raw.select("partition", "offset", "timestamp", "key",
+        raw = raw.select("partition", "offset", "timestamp", "key", KEY_PROBLEM,
                          F.col("value").isNull().alias("_tombstone"),
                          F.col("value").cast("string").alias("_text"))
     tombstone, text = F.col("_tombstone"), F.col("_text")

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kaudit.reconcile.avro_schemas import never_null_fields
-from kaudit.reconcile.classes import UNDECODABLE
-from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest
+from kaudit.reconcile.avro_schemas import never_null_fields, record_fields
+from kaudit.reconcile.classes import KEY_PROBLEM, UNDECODABLE
+from kaudit.reconcile.request import ReconcileRequest
 
 HEADER_BYTES = 5
 #: How many of an undecodable value's first bytes its sample shows, in hex.
@@ -40,12 +40,12 @@ def decode_avro(raw: Any, request: ReconcileRequest) -> Any:
         decoded, reason = _framed(value, schemas)
     else:
         decoded, reason = _plain(value, schemas)
-    frame = raw.select("partition", "offset", "timestamp", "key", "value",
+    frame = raw.select("partition", "offset", "timestamp", "key", KEY_PROBLEM, "value",
                        decoded.alias("v")).withColumn("_reason", F.when(
                            value.isNotNull(), reason))
     # A body that did not decode is a record of nulls (see the module docstring).
     frame = frame.withColumn("v", F.when(F.col("_reason").isNull(), F.col("v")))
-    key_names = [k for k in request.key_fields() if k != KAFKA_KEY]
+    key_names = request.value_key_fields()
     tombstone, by_message_key = value.isNull(), None
     if request.envelope == "debezium":
         frame, tombstone = _debezium(frame)
@@ -63,6 +63,32 @@ def decode_avro(raw: Any, request: ReconcileRequest) -> Any:
             "key_texts": {k: values[k].cast("string") for k in key_names},
             "key_unread": F.col(UNDECODABLE).isNotNull(), "raw_text": raw_text,
             "by_message_key": by_message_key}
+
+
+def decode_key(raw: Any, request: ReconcileRequest) -> Any:
+    """``raw`` with its message key as the text the comparison matches (an Avro key record:
+    its fields' texts joined as :func:`~kaudit.reconcile.decode.joined_key` joins them) and
+    :data:`KEY_PROBLEM`: why an Avro key did not decode, with its first bytes in hex."""
+    from pyspark.sql import functions as F
+
+    from kaudit.reconcile.decode import joined_key
+
+    schemas = request.key_avro
+    if schemas is None:
+        return raw.withColumn(KEY_PROBLEM, F.lit(None).cast("string"))
+    key = F.col("key")
+    framing = _framed if request.key_format == "avro" else _plain
+    decoded, reason = framing(key, schemas, "_k")
+    frame = raw.withColumn("_k", decoded).withColumn(KEY_PROBLEM, F.when(
+        key.isNotNull(), reason))
+    problem = F.col(KEY_PROBLEM)
+    fields = record_fields(schemas.reader.schema)
+    parts = [F.col("_k")] if fields is None else [_field(f, "_k") for f in fields]
+    text = joined_key([part.cast("string") for part in parts])
+    return frame.withColumn(KEY_PROBLEM, F.when(problem.isNotNull(), F.concat(
+        F.lit("the key: "), problem, F.lit("; the key starts "),
+        F.lower(F.hex(F.substring(key, 1, SAMPLE_BYTES)))))).withColumn(
+        "key", F.when(key.isNotNull() & problem.isNull(), text)).drop("_k")
 
 
 def _debezium(frame: Any) -> tuple[Any, Any]:
@@ -86,9 +112,9 @@ def _debezium(frame: Any) -> tuple[Any, Any]:
     return frame, F.col("value").isNull() | deleted
 
 
-def _framed(value: Any, schemas: Any) -> tuple[Any, Any]:
+def _framed(value: Any, schemas: Any, decoded: str = "v") -> tuple[Any, Any]:
     """Confluent's wire format: the decoded record (null where it is not one) and why not
-    (read from the decoded column ``v``)."""
+    (read from the column ``decoded`` it is put in)."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
@@ -114,35 +140,38 @@ def _framed(value: Any, schemas: Any) -> tuple[Any, Any]:
             F.lit(", not 0x00: not Confluent's wire format")))
         .when(~schema_id.isin(ids), F.format_string(
             "schema id %d: no %d.avsc among the writer schemas", schema_id, schema_id))
-        .when(_not_decoded(schemas), F.format_string(
+        .when(_not_decoded(schemas, decoded), F.format_string(
             "the body does not decode with schema id %d", schema_id)))
     return by_id, reason
 
 
-def _plain(value: Any, schemas: Any) -> tuple[Any, Any]:
+def _plain(value: Any, schemas: Any, decoded: str = "v") -> tuple[Any, Any]:
     """A bare Avro body: the decoded record (null where it is not one) and why not (read
-    from the decoded column ``v``)."""
+    from the column ``decoded`` it is put in)."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
     [writer] = schemas.writers.values()
-    decoded = from_avro(value, writer.json(),
-                        {"mode": "PERMISSIVE", "avroSchema": schemas.reader.json()})
-    reason = F.when(_not_decoded(schemas), F.lit(
+    record = from_avro(value, writer.json(),
+                       {"mode": "PERMISSIVE", "avroSchema": schemas.reader.json()})
+    reason = F.when(_not_decoded(schemas, decoded), F.lit(
         f"does not decode with the writer schema {writer.path.name}"))
-    return decoded, reason
+    return record, reason
 
 
-def _not_decoded(schemas: Any) -> Any:
-    """The decoded column ``v`` holds no record: null, or PERMISSIVE's record of nulls."""
+def _not_decoded(schemas: Any, decoded: str) -> Any:
+    """The column ``decoded`` holds no record: null, or PERMISSIVE's record of nulls (a
+    schema that is not a record, a key's, decodes to null where it does not decode)."""
     from pyspark.sql import functions as F
 
     reader = schemas.reader.schema
-    tell = never_null_fields(reader)[:1] or [f["name"] for f in reader["fields"]]
-    missing = F.col("v").isNull()
+    fields = record_fields(reader)
+    missing = F.col(decoded).isNull()
+    if fields is None:
+        return missing
     nulls = F.lit(True)
-    for name in tell:
-        nulls = nulls & _field(name).isNull()
+    for name in never_null_fields(reader)[:1] or fields:
+        nulls = nulls & _field(name, decoded).isNull()
     return missing | nulls
 
 
@@ -157,7 +186,7 @@ def _row_field(name: str, envelope: str) -> Any:
         _field(f"after.{name}"))
 
 
-def _field(name: str) -> Any:
+def _field(name: str, decoded: str = "v") -> Any:
     from pyspark.sql import functions as F
 
-    return F.col("v." + ".".join(f"`{part}`" for part in name.split(".")))
+    return F.col(decoded + "." + ".".join(f"`{part}`" for part in name.split(".")))

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kaudit.errors import InputError
+from kaudit.reconcile.classes import KEY_PROBLEM
 
 OPS = ("c", "r", "u", "d")
 ENVELOPE_PROBLEM = "_envelope_problem"
@@ -79,7 +80,7 @@ def debezium_texts(raw: Any) -> Any:
     # Read as text fields, an object is handed over as its JSON text: one parse of the
     # envelope, and one more of the payload where Connect's JSON converter wrapped it.
     event_ddl = "op string, before string, after string"
-    frame = raw.select("partition", "offset", "timestamp", "key",
+    frame = raw.select("partition", "offset", "timestamp", "key", KEY_PROBLEM,
                        F.col("value").isNull().alias("_tombstone"),
                        F.col("value").cast("string").alias("_value"))
     outer = F.from_json(F.col("_value"), f"schema string, payload string, {event_ddl}")
@@ -92,7 +93,7 @@ def debezium_texts(raw: Any) -> Any:
     row = F.when(deleted, F.col("_event.before")).otherwise(F.col("_event.after"))
     problem = F.when(~F.col("_tombstone") & (op.isNull() | ~op.isin(*OPS)), F.lit("op"))
     return frame.select(
-        "partition", "offset", "timestamp", "key",
+        "partition", "offset", "timestamp", "key", KEY_PROBLEM,
         (F.col("_tombstone") | F.coalesce(deleted, F.lit(False))).alias("_tombstone"),
         F.when(F.col("_tombstone"), F.lit(None).cast("string")).otherwise(row).alias("_text"),
         problem.alias(ENVELOPE_PROBLEM), F.col("_value"))

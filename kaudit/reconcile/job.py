@@ -20,7 +20,7 @@ from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic, joined_key
 from kaudit.reconcile.envelope import check_events, event_context
 from kaudit.reconcile.infer import field_paths
-from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest, ReconcileResult
+from kaudit.reconcile.request import ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
 from kaudit.reconcile.source import (
     OffsetRange,
@@ -42,7 +42,7 @@ def read_types(request: ReconcileRequest, sink: Any) -> dict[str, Any]:
 
     if request.value_format != "json":
         return {}  # nothing is decoded: the value is compared as text or by its bytes
-    fields = [k for k in request.key_fields() if k != KAFKA_KEY] + list(request.compare)
+    fields = request.value_fields()
     declared = _schema_types(request.schema) if request.schema else {}
     sink_types = {f.name: f.dataType for f in sink.schema.fields}
     types = {}
@@ -79,7 +79,7 @@ def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
     """A key or compared field that no sampled value has is a usage error (a typo, a field
     that needs --map), found before Spark starts. The sample is the first and the last
     records of each partition, so a field added to a topic later is still seen."""
-    wanted = [k for k in request.key_fields() if k != KAFKA_KEY] + list(request.compare)
+    wanted = request.value_fields()
     if request.value_format != "json" or request.schema or not wanted:
         return
     texts = sample_values(conn, request.topic, ranges, SAMPLE_PER_END, request.read_committed)
@@ -110,7 +110,7 @@ def check_avro_fields(request: ReconcileRequest) -> None:
                              "after fields: not a Debezium envelope")
         known = {p.removeprefix("after.") for p in known if p.startswith("after.")}
         where = "the reader schema's after record"
-    for name in [k for k in request.key_fields() if k != KAFKA_KEY] + list(request.compare):
+    for name in request.value_fields():
         if name not in known:
             raise InputError(f"{request.avro.reader.path}: {where} has no field {name!r} "
                              f"(fields: {', '.join(sorted(known))})")
@@ -121,8 +121,7 @@ def shape_sink(df: Any, request: ReconcileRequest) -> Any:
     from pyspark.sql import functions as F
 
     names = set(df.columns)
-    wanted = [request.sink_column(k) for k in request.key_fields()]
-    wanted += [request.sink_column(c) for c in request.compare]
+    wanted = request.sink_key_columns() + [request.sink_column(c) for c in request.compare]
     if request.mode == "coordinates":
         wanted += [request.sink_column("partition"), request.sink_column("offset")]
     missing = [c for c in wanted if c not in names]
@@ -130,8 +129,7 @@ def shape_sink(df: Any, request: ReconcileRequest) -> Any:
         raise InputError(f"the sink has no column {missing[0]!r} (columns: "
                          f"{', '.join(sorted(names))}); map topic fields to sink columns "
                          "with --map FIELD=COLUMN")
-    key = joined_key([F.col(request.sink_column(k)).cast("string")
-                      for k in request.key_fields()])
+    key = joined_key([F.col(c).cast("string") for c in request.sink_key_columns()])
     columns = [key.alias("key")] + [F.col(request.sink_column(c)) for c in request.compare]
     if request.mode == "coordinates":
         columns += [F.col(request.sink_column("partition")).cast("int").alias("partition"),
@@ -211,7 +209,8 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
         jars = request.jars
         if jars is None:
             jars = connector_jars(iceberg=sink_spec.kind == "iceberg",
-                                  avro=request.avro is not None)
+                                  avro=request.avro is not None
+                                  or request.key_avro is not None)
         # The driver JVM starts while the field check reads the topic's ends.
         _, spark = begin_session(request.master, jars).wait_after(
             lambda: check_fields_exist(conn, request, ranges))

@@ -6,20 +6,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kaudit.errors import InputError
-from kaudit.reconcile.avro_schemas import AvroSchemas
+from kaudit.reconcile.avro_schemas import AVRO_FORMATS, AvroSchemas, record_fields
 from kaudit.reconcile.classes import FAILING
 from kaudit.reconcile.sinks import SinkSpec
 from kaudit.reconcile.source import OffsetRange
 
 KAFKA_KEY = "@key"
-AVRO_FORMATS = ("avro", "avro-plain")
-"""Value formats spark-avro decodes: Confluent's wire format, and a bare Avro body."""
 
 
 def mode_for(envelope: str, mode: str | None, value_format: str = "json") -> Any:
     """The comparison mode: the one given, else append; a Debezium topic's is upsert (its
     final state per key), and no other."""
-    if envelope == "debezium" and value_format not in ("json", "avro", "avro-plain"):
+    if envelope == "debezium" and value_format not in ("json", *AVRO_FORMATS):
         raise InputError(f"--envelope debezium reads change events in JSON or Avro, not "
                          f"--value-format {value_format}")
     if envelope == "debezium":
@@ -43,6 +41,9 @@ class ReconcileRequest:
     """``debezium``: each value is a change event; the row is its ``after``."""
     avro: AvroSchemas | None = None
     """The writer and reader schemas of an Avro value (``--value-schema``)."""
+    key_format: Literal["string", "avro", "avro-plain"] = "string"
+    key_avro: AvroSchemas | None = None
+    """The writer schemas of an Avro message key (``--key-schema``)."""
     mode: Literal["append", "upsert", "coordinates"] = "append"
     compare: tuple[str, ...] = ()
     column_map: dict[str, str] = field(default_factory=dict)
@@ -67,9 +68,32 @@ class ReconcileRequest:
             raise InputError("--key: give a field name, several joined by commas, or @key")
         return fields
 
+    def value_key_fields(self) -> list[str]:
+        """The key's fields read from the value (not the message key's)."""
+        return [k for k in self.key_fields() if k != KAFKA_KEY]
+
+    def value_fields(self) -> list[str]:
+        """Every field read from the value: the key's, then the compared ones."""
+        return list(dict.fromkeys(self.value_key_fields() + list(self.compare)))
+
+    def sink_key_columns(self) -> list[str]:
+        """The sink columns the key is made of, in order. An Avro message key is a record:
+        ``@key`` is its fields, each in the column of its name (or ``--map @key.FIELD=C``)."""
+        columns = []
+        for name in self.key_fields():
+            fields = None if name != KAFKA_KEY or self.key_avro is None \
+                else record_fields(self.key_avro.reader.schema)
+            if fields is not None:
+                columns += [self.sink_column(f"{KAFKA_KEY}.{f}") for f in fields]
+            else:
+                columns.append(self.sink_column(name))
+        return columns
+
     def sink_column(self, name: str) -> str:
-        """The sink column a topic field maps to (dots become underscores by default)."""
-        default = {"@key": "key"}.get(name, name.replace(".", "_"))
+        """The sink column a topic field maps to (dots become underscores by default; an
+        Avro key's field, ``@key.FIELD``, its own name)."""
+        default = {KAFKA_KEY: "key"}.get(
+            name, name.removeprefix(f"{KAFKA_KEY}.").replace(".", "_"))
         return self.column_map.get(name, default)
 
 

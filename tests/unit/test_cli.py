@@ -177,6 +177,10 @@ def test_reconcile_avro_input_errors_come_before_any_connection(tmp_path: Path) 
         (("--value-format", "avro", "--value-schema", str(tmp_path / "1.avsc"),
           "--envelope", "debezium", "--key", "id"),
          "the reader schema has no op and after fields: not a Debezium envelope"),
+        (("--key-format", "avro"), "--key-format avro needs the writer schemas"),
+        (("--key-schema", str(tmp_path / "1.avsc")), "--key-schema is for Avro keys"),
+        (("--key-format", "avro-plain", "--key-schema", str(broken)),
+         f"{broken}:3: not an Avro schema: not JSON"),
     ]
     for extra, message in cases:
         # Nothing listens on port 1: each is found before Kafka or Spark is asked anything.

@@ -12,11 +12,13 @@ import pytest
 from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import (
     field_paths,
+    key_schemas_for,
     load_schemas,
     never_null_fields,
     read_schema_file,
     resolve,
 )
+from kaudit.reconcile.request import ReconcileRequest
 
 V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
     {"name": "id", "type": "long"},
@@ -175,3 +177,30 @@ def test_never_null_fields_tell_a_decoded_record_from_permissives_record_of_null
     assert never_null_fields(V2) == ["id", "amount", "currency"]  # note is ["null", ...]
     nullable = {**V1, "fields": [{"name": "a", "type": ["null", "int"], "default": None}]}
     assert never_null_fields(nullable) == []
+
+
+def test_a_key_schema_may_be_a_primitive_and_is_asked_for_with_its_format(
+        tmp_path: Path) -> None:
+    key = write(tmp_path / "key.avsc", "long")
+    assert key_schemas_for("avro-plain", key) is not None
+    assert key_schemas_for("string", None) is None
+    with pytest.raises(InputError) as err:
+        key_schemas_for("string", key)
+    assert err.value.message.startswith("--key-schema is for Avro keys: add --key-format")
+    with pytest.raises(InputError) as err:
+        key_schemas_for("avro", None)
+    assert err.value.message.startswith("--key-format avro needs the writer schemas")
+
+
+def test_an_avro_key_records_fields_are_the_sinks_key_columns(tmp_path: Path) -> None:
+    record = {"type": "record", "name": "K", "fields": [
+        {"name": "region", "type": "string"}, {"name": "id", "type": "long"}]}
+    keys = key_schemas_for("avro", write(tmp_path / "1.avsc", record))
+    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key_format="avro",
+                               key_avro=keys, column_map={"@key.id": "order_id"})
+    assert request.sink_key_columns() == ["region", "order_id"]
+    primitive = key_schemas_for("avro-plain", write(tmp_path / "k.avsc", "string"))
+    assert ReconcileRequest(topic="t", sink_uri="json:/dev/null", key_format="avro-plain",
+                            key_avro=primitive).sink_key_columns() == ["key"]
+    assert ReconcileRequest(topic="t", sink_uri="json:/dev/null",
+                            key="id,@key").sink_key_columns() == ["id", "key"]

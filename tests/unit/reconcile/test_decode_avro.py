@@ -133,3 +133,32 @@ def test_debezium_events_in_avro_leave_each_keys_final_row(spark: SparkSession,
     assert ("extra_in_sink", "3") in found
     [bad] = [r for r in rows(result) if r[0] == "undecodable"]
     assert bad[6] == "op" and bad[7].startswith("op x: not a Debezium change event")
+
+
+def test_an_avro_key_is_matched_as_its_text_and_one_that_does_not_decode_says_why(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """A plain Avro key of a primitive type (as Confluent's serializers write a long key):
+    its value is the key, in the column --map names; an unfinished varint does not decode."""
+    (tmp_path / "key.avsc").write_text('"long"')
+    (tmp_path / "value.avsc").write_text(json.dumps(V2))
+    request = ReconcileRequest(
+        topic="t", sink_uri="json:/dev/null", key="@key", compare=("value",),
+        value_format="avro-plain", avro=load_schemas(tmp_path / "value.avsc", framed=False),
+        key_format="avro-plain", column_map={"@key": "id"},
+        key_avro=load_schemas(tmp_path / "key.avsc", framed=False, record_only=False))
+    keys = [body("long", 1), body("long", 2), b"\x80"]
+    values = [body(V2, {"id": i, "value": float(i), "unit": None}) for i in (1, 2, 3)]
+    frame = spark.createDataFrame(
+        [(0, i, None, k, v) for i, (k, v) in enumerate(zip(keys, values, strict=True))],
+        "partition int, offset long, timestamp timestamp, key binary, value binary")
+    sink = spark.createDataFrame([(1, 1.0, None), (2, 5.0, None)],
+                                 "id long, value double, unit string")
+    topic, sink = hashed(decode_topic(frame, request, {}), shape_sink(sink, request),
+                         ["value"])
+    result = run(topic, sink, "append", ["value"])
+    assert result.counts() == counts(mismatched=1, undecodable=1)
+    found = {r[0]: r for r in rows(result)}
+    assert found["mismatched"][1] == "2"
+    assert found["undecodable"][6] == "@key"
+    assert found["undecodable"][7] == ("the key: does not decode with the writer schema "
+                                       "key.avsc; the key starts 80")
