@@ -88,6 +88,11 @@ def reconcile(
         metavar="FILE|DIR", help="Avro writer schemas: a directory of ID.avsc files (one per "
                                  "schema id), or one .avsc file (named ID.avsc for --value-"
                                  "format avro).")] = None,
+    schema_registry: Annotated[str | None, typer.Option(
+        metavar="URL", help="A Schema Registry's Confluent-compatible API: the writer schemas "
+                            "of --value-format/--key-format avro without a schema file, from "
+                            "subjects TOPIC-value and TOPIC-key. Credentials in the URL are "
+                            "never shown.")] = None,
     reader_schema: Annotated[Path | None, typer.Option(
         metavar="FILE", help="The Avro schema every value is read as and compared in "
                              "[default: the writer schema with the highest id].")] = None,
@@ -151,16 +156,20 @@ def reconcile(
 ) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
     from kaudit.connect.settings import parse_key_values
-    from kaudit.reconcile.avro_schemas import key_schemas_for, schemas_for
+    from kaudit.reconcile.avro_schemas import SchemaSource, key_schemas_for, schemas_for
     from kaudit.reconcile.classes import FAILING
     from kaudit.reconcile.job import run_reconcile
     from kaudit.reconcile.request import ReconcileRequest, mode_for
     from kaudit.report.reconcile import RECONCILE
 
+    conn = connection.settings()
+    source = SchemaSource.given(schema_registry, topic, conn.timeout,
+                                (value_format.value, key_format.value))
     request = ReconcileRequest(
         topic=topic, sink_uri=sink, key=key, value_format=value_format.value, schema=schema,
-        avro=schemas_for(value_format.value, value_schema, reader_schema, schema),
-        key_format=key_format.value, key_avro=key_schemas_for(key_format.value, key_schema),
+        avro=schemas_for(value_format.value, value_schema, reader_schema, schema, source),
+        key_format=key_format.value,
+        key_avro=key_schemas_for(key_format.value, key_schema, source),
         envelope=envelope.value,
         mode=mode_for(envelope.value, mode and mode.value, value_format.value),
         compare=tuple(c.strip() for c in (compare or "").split(",") if c.strip()),
@@ -170,7 +179,6 @@ def reconcile(
         grace_seconds=grace, sink_options=parse_key_values(sink_option or [], "--sink-option"),
         output_dir=output_dir, csv=csv, master=master,
         jars=[j for j in jars.split(",") if j] if jars else None, samples=samples)
-    conn = connection.settings()
     if sys.stderr.isatty():
         print("kaudit reconcile: reading both sides with Spark...", file=sys.stderr)
     result = run_reconcile(conn, request)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.errors import InputError
+from kaudit.reconcile.registry import Registry, subject_schemas
 
 AVRO_FORMATS = ("avro", "avro-plain")
 """Formats spark-avro decodes: Confluent's wire format, and a bare Avro body."""
@@ -42,7 +43,8 @@ _ID_FILE = re.compile(r"^(\d+)\.avsc$")
 class SchemaFile:
     """One writer (or reader) schema: where it came from and what it says."""
 
-    path: Path
+    source: str
+    """Where it was read: its file, or its registry and id (never with credentials)."""
     schema_id: int | None
     """Confluent's schema id (the file's name), None for a single file."""
     schema: Any
@@ -59,37 +61,69 @@ class AvroSchemas:
 
     writers: dict[int | None, SchemaFile]
     reader: SchemaFile
+    unknown_id: str = "no %1$d.avsc among the writer schemas"
+    """Why a record's schema id has no writer schema (a Java format of the id)."""
+
+
+@dataclass(frozen=True)
+class SchemaSource:
+    """Where writer schemas come from when no file is named: a registry and the topic whose
+    subjects (``TOPIC-value``, ``TOPIC-key``) hold them."""
+
+    registry: Registry
+    topic: str
+    timeout: float
+
+    @classmethod
+    def given(cls, url: str | None, topic: str, timeout: float,
+              formats: tuple[str, ...]) -> SchemaSource | None:
+        """The source ``--schema-registry URL`` names (None without one), for the formats
+        of the value and the key: one of them must be Confluent-framed Avro."""
+        if url is None:
+            return None
+        if "avro" not in formats:
+            raise InputError("--schema-registry holds the schemas of Confluent-framed Avro: "
+                             "add --value-format avro or --key-format avro")
+        return cls(Registry.parse(url), topic, timeout)
 
 
 def schemas_for(value_format: str, writers: Path | None, reader: Path | None,
-                ddl: str | None) -> AvroSchemas | None:
-    """The schemas ``--value-format``, ``--value-schema`` and ``--reader-schema`` ask for
-    (None for a value that is not Avro); a combination that cannot work is exit 2."""
+                ddl: str | None, source: SchemaSource | None = None) -> AvroSchemas | None:
+    """The schemas ``--value-format``, ``--value-schema`` (else the registry's) and
+    ``--reader-schema`` ask for (None for a value that is not Avro); a combination that
+    cannot work is exit 2."""
     if value_format in AVRO_FORMATS and ddl is not None:
         raise InputError("--schema types JSON fields; an Avro value's fields have the types "
                          "of its reader schema (--reader-schema)")
     if value_format not in AVRO_FORMATS and reader is not None:
         raise InputError("--reader-schema is for Avro values: add --value-format avro "
                          "(Confluent's wire format) or avro-plain")
-    return _given_schemas("value", value_format, writers, reader)
+    return _given_schemas("value", value_format, writers, reader, source)
 
 
-def key_schemas_for(key_format: str, writers: Path | None) -> AvroSchemas | None:
-    """The schemas ``--key-format`` and ``--key-schema`` ask for (None for a text key); a
-    key is read as its newest writer schema."""
-    return _given_schemas("key", key_format, writers, None)
+def key_schemas_for(key_format: str, writers: Path | None,
+                    source: SchemaSource | None = None) -> AvroSchemas | None:
+    """The schemas ``--key-format`` and ``--key-schema`` (else the registry's) ask for
+    (None for a text key); a key is read as its newest writer schema."""
+    return _given_schemas("key", key_format, writers, None, source)
 
 
-def _given_schemas(side: str, given_format: str, writers: Path | None,
-                   reader: Path | None) -> AvroSchemas | None:
+def _given_schemas(side: str, given_format: str, writers: Path | None, reader: Path | None,
+                   source: SchemaSource | None) -> AvroSchemas | None:
     if given_format not in AVRO_FORMATS:
         if writers is not None:
             raise InputError(f"--{side}-schema is for Avro {side}s: add --{side}-format avro "
                              "(Confluent's wire format) or avro-plain")
         return None
+    if writers is None and source is not None and given_format == "avro":
+        subject = f"{source.topic}-{side}"
+        found = subject_schemas(source.registry, subject, source.timeout)
+        return registry_schemas(found, f"schema registry {source.registry.base}", subject,
+                                reader, record_only=side == "value")
     if writers is None:
         raise InputError(f"--{side}-format {given_format} needs the writer schemas: "
-                         f"--{side}-schema FILE|DIR (a directory of ID.avsc files)")
+                         f"--{side}-schema FILE|DIR (a directory of ID.avsc files)"
+                         + (", or --schema-registry URL" if given_format == "avro" else ""))
     return load_schemas(writers, reader, framed=given_format == "avro",
                         record_only=side == "value")
 
@@ -123,16 +157,43 @@ def load_schemas(writers: Path, reader: Path | None = None, *,
         by_id = {schema_id: read_schema_file(writers, schema_id)}
     else:
         raise InputError(f"{writers}: no such schema file or directory")
+    return resolved(by_id, reader, record_only=record_only)
+
+
+def registry_schemas(found: dict[int, Any], source: str, subject: str,
+                     reader: Path | None = None, *, record_only: bool = True
+                     ) -> AvroSchemas:
+    """The writer schemas a registry holds for a subject (schema id -> parsed schema, each
+    checked to be Avro), resolved as files are; ``source`` names the registry."""
+    if not found:
+        raise InputError(f"{source}: no schema under subject {subject}: name the subject's "
+                         "schemas with files instead, or check the topic's name")
+    by_id: dict[int | None, SchemaFile] = {}
+    for schema_id, schema in sorted(found.items()):
+        where = f"{source} schema id {schema_id}"
+        problem = check_schema(schema, {})
+        if problem:
+            raise InputError(f"{where}: not an Avro schema: {problem}")
+        by_id[schema_id] = SchemaFile(where, schema_id, schema)
+    schemas = resolved(by_id, reader, record_only=record_only)
+    return AvroSchemas(schemas.writers, schemas.reader,
+                       unknown_id=f"not a version of subject {subject} in the registry")
+
+
+def resolved(by_id: dict[int | None, SchemaFile], reader: Path | None, *,
+             record_only: bool) -> AvroSchemas:
+    """The writer schemas and the reader schema (the one given, else the writer with the
+    highest id), each writer checked to resolve to it."""
     newest = by_id[max(by_id, key=lambda k: -1 if k is None else k)]
     chosen = read_schema_file(reader, None) if reader is not None else newest
     for writer in by_id.values():
         problem = resolve(writer.schema, chosen.schema)
         if problem:
-            raise InputError(f"{writer.path}: does not resolve to the reader schema "
-                             f"{chosen.path}: {problem}")
+            raise InputError(f"{writer.source}: does not resolve to the reader schema "
+                             f"{chosen.source}: {problem}")
     if record_only and record_fields(chosen.schema) is None:
-        raise InputError(f"{chosen.path}: the reader schema is not a record: kaudit compares "
-                         "a record's fields")
+        raise InputError(f"{chosen.source}: the reader schema is not a record: kaudit "
+                         "compares a record's fields")
     return AvroSchemas(by_id, chosen)
 
 
@@ -190,7 +251,7 @@ def read_schema_file(path: Path, schema_id: int | None) -> SchemaFile:
     problem = check_schema(schema, {})
     if problem:
         raise InputError(f"{path}: not an Avro schema: {problem}")
-    return SchemaFile(path, schema_id, schema)
+    return SchemaFile(str(path), schema_id, schema)
 
 
 def check_schema(schema: Any, names: dict[str, Any], where: str = "the schema") -> str | None:

@@ -16,6 +16,7 @@ only nulls would share). A field that is null in the record stays null.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from kaudit.reconcile.avro_schemas import never_null_fields, record_fields
@@ -139,7 +140,7 @@ def _framed(value: Any, schemas: Any, decoded: str = "v") -> tuple[Any, Any]:
             F.lit("magic byte 0x"), F.lower(F.hex(magic)),
             F.lit(", not 0x00: not Confluent's wire format")))
         .when(~schema_id.isin(ids), F.format_string(
-            "schema id %d: no %d.avsc among the writer schemas", schema_id, schema_id))
+            "schema id %1$d: " + schemas.unknown_id, schema_id))
         .when(_not_decoded(schemas, decoded), F.format_string(
             "the body does not decode with schema id %d", schema_id)))
     return by_id, reason
@@ -155,7 +156,7 @@ def _plain(value: Any, schemas: Any, decoded: str = "v") -> tuple[Any, Any]:
     record = from_avro(value, writer.json(),
                        {"mode": "PERMISSIVE", "avroSchema": schemas.reader.json()})
     reason = F.when(_not_decoded(schemas, decoded), F.lit(
-        f"does not decode with the writer schema {writer.path.name}"))
+        f"does not decode with the writer schema {Path(writer.source).name}"))
     return record, reason
 
 

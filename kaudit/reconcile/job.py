@@ -106,13 +106,13 @@ def check_avro_fields(request: ReconcileRequest) -> None:
     where = "the reader schema"
     if request.envelope == "debezium":
         if "op" not in known or "after" not in known:
-            raise InputError(f"{request.avro.reader.path}: the reader schema has no op and "
+            raise InputError(f"{request.avro.reader.source}: the reader schema has no op and "
                              "after fields: not a Debezium envelope")
         known = {p.removeprefix("after.") for p in known if p.startswith("after.")}
         where = "the reader schema's after record"
     for name in request.value_fields():
         if name not in known:
-            raise InputError(f"{request.avro.reader.path}: {where} has no field {name!r} "
+            raise InputError(f"{request.avro.reader.source}: {where} has no field {name!r} "
                              f"(fields: {', '.join(sorted(known))})")
 
 

@@ -191,6 +191,23 @@ def test_reconcile_avro_input_errors_come_before_any_connection(tmp_path: Path) 
         assert result.stderr.count("\n") == 1, result.stderr
 
 
+def test_reconcile_schema_registry_errors_come_before_kafka_and_hide_credentials(
+        tmp_path: Path) -> None:
+    common = ("reconcile", "-b", "127.0.0.1:1", "--topic", "orders", "--sink",
+              f"json:{tmp_path}", "--timeout", "5")
+    result = run_in_process(*common, "--schema-registry", "http://127.0.0.1:1/")
+    assert (result.code, result.stderr) == (2, "kaudit: error: --schema-registry holds the "
+                                               "schemas of Confluent-framed Avro: add "
+                                               "--value-format avro or --key-format avro\n")
+    # Nothing listens on port 1: the registry is asked first, and its password never shown.
+    result = run_in_process(*common, "--value-format", "avro", "--schema-registry",
+                            "http://ops:s3cret-pw@127.0.0.1:1/apis/ccompat/v7")
+    assert result.code == 3, result.stderr
+    assert result.stderr.startswith("kaudit: error: schema registry "
+                                    "http://127.0.0.1:1/apis/ccompat/v7: cannot reach it")
+    assert "s3cret" not in result.stderr and result.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("extra,message", [
     (("--mode", "append"), "--envelope debezium compares each key's final state: it implies "
                            "--mode upsert, not append"),

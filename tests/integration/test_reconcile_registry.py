@@ -1,0 +1,106 @@
+"""`reconcile --schema-registry URL`: the writer schemas of Confluent-framed Avro values and
+keys read from a real Schema Registry (Apicurio's Confluent-compatible API), under the
+topic's subjects, with the schema ids the registry gave; a record framed with an id the
+subject lacks is undecodable, said so; credentials in the URL never shown."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Lab, run_kaudit
+from tests.integration.test_lab import admin
+from tests.integration.test_reconcile import create_topic, reconcile
+from tests.integration.test_reconcile_avro import V1, V2, framed
+from tests.integration.test_reconcile_avro_keys import KEY, ids_of, region
+from tests.registry import SchemaRegistry, running_registry
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.usefixtures("local_spark")]
+
+N = 60
+V2_FROM = 30
+MISSING = {3, 44}
+CHANGED = {12, 50}
+SECRET = "registry-secret-pw"
+
+
+@pytest.fixture(scope="module")
+def registry() -> Iterator[SchemaRegistry]:
+    with running_registry() as server:
+        yield server
+
+
+def order(i: int) -> dict[str, Any]:
+    amount = i if i < V2_FROM else i + 0.5
+    return {"id": i, "status": "new", "amount": amount, "note": None,
+            "customer": {"id": i % 7}, "currency": "USD"}
+
+
+@pytest.fixture(scope="module")
+def registered_topic(lab: Lab, registry: SchemaRegistry) -> Iterator[dict[str, Any]]:
+    from confluent_kafka import Producer
+
+    name = create_topic(lab, "registry-orders", 2)
+    v1, v2 = (registry.register(f"{name}-value", schema) for schema in (V1, V2))
+    key_id = registry.register(f"{name}-key", KEY)
+    stray = max(v1, v2, key_id) + 100  # an id no subject of this topic has
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
+    for i in range(N):
+        value = framed(v1, V1, order(i)) if i < V2_FROM else framed(v2, V2, order(i))
+        key = framed(key_id, KEY, {"region": region(i), "id": i})
+        producer.produce(name, key=key, value=value)
+    key = framed(key_id, KEY, {"region": "us", "id": 9000})
+    producer.produce(name, key=key, value=framed(stray, V2, order(9000)))
+    assert producer.flush(30) == 0, "records still unsent after 30 s"
+    yield {"name": name, "stray": stray}
+    admin(lab).delete_topics([name])
+
+
+@pytest.fixture(scope="module")
+def sink(local_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rows = [{"region": region(i), "id": i, "status": "new",
+             "amount": float(order(i)["amount"]) + (1.0 if i in CHANGED else 0.0)}
+            for i in range(N) if i not in MISSING]
+    dst = tmp_path_factory.mktemp("registry-sink") / "orders.parquet"
+    local_spark.createDataFrame(rows, "region STRING, id BIGINT, status STRING, amount DOUBLE"
+                                ).coalesce(1).write.parquet(str(dst))
+    return dst
+
+
+def test_values_and_keys_decoded_with_the_registrys_schemas(
+        lab: Lab, registry: SchemaRegistry, registered_topic: dict[str, Any],
+        sink: Path) -> None:
+    url = registry.url.replace("http://", f"http://kaudit:{SECRET}@")
+    code, doc, stderr = reconcile(
+        lab, "--topic", registered_topic["name"], "--schema-registry", url,
+        "--value-format", "avro", "--key-format", "avro", "--key", "@key",
+        "--compare", "status,amount", "--sink", f"parquet:{sink}", "--samples", "10")
+    assert code == 1, stderr
+    counts = doc["counts"]
+    assert (counts["missing_in_sink"], counts["mismatched"], counts["extra_in_sink"],
+            counts["duplicated_in_sink"], counts["undecodable"]) == (
+        len(MISSING), len(CHANGED), 0, 0, 1), json.dumps(doc["samples"])
+    assert ids_of(doc, "missing_in_sink") == MISSING
+    assert ids_of(doc, "mismatched") == CHANGED  # one of each schema version
+    [stray] = doc["samples"]["undecodable"]
+    subject = f"{registered_topic['name']}-value"
+    assert stray["topic_value"].startswith(
+        f"schema id {registered_topic['stray']}: not a version of subject {subject} in the "
+        "registry"), stray
+    assert SECRET not in json.dumps(doc) + stderr
+
+
+def test_a_topic_without_a_subject_is_exit_2(
+        lab: Lab, registry: SchemaRegistry, sink: Path) -> None:
+    name = "no-such-subject"
+    result = run_kaudit("reconcile", "-b", lab.bootstrap, "--topic", name, "--value-format",
+                        "avro", "--schema-registry", registry.url, "--key", "id",
+                        "--sink", f"parquet:{sink}")
+    assert (result.code, result.stderr.strip()) == (
+        2, f"kaudit: error: schema registry {registry.url}: no schema under subject "
+           f"{name}-value: name the subject's schemas with files instead, or check the "
+           "topic's name"), result.stderr
