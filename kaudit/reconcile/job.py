@@ -313,11 +313,16 @@ ROWS_PER_SHUFFLE_PARTITION = 250_000
 
 
 def shuffle_partitions(ranges: list[OffsetRange]) -> int:
-    """Partitions of the one shuffle, from the topic's size (the sink's is not known
-    before it is read: assume as many rows): at least 8, so that small runs stay quick;
+    """Partitions of the one shuffle, from the topic's size: see
+    :func:`shuffle_partitions_for`."""
+    return shuffle_partitions_for(sum(r.end - r.start for r in ranges))
+
+
+def shuffle_partitions_for(records: int) -> int:
+    """Partitions of the one shuffle for this many topic records (the sink's rows are not
+    known before they are read: assume as many): at least 8, so that small runs stay quick;
     more for big topics, so that no task spills its sort to disk (a 10 M record run
     spilled 1.9 GB with 8)."""
-    records = sum(r.end - r.start for r in ranges)
     return max(8, -(-2 * records // ROWS_PER_SHUFFLE_PARTITION))
 
 
