@@ -50,6 +50,7 @@ class Envelope(StrEnum):
 
     none = "none"
     debezium = "debezium"
+    connect = "connect"
 
 
 class Precision(StrEnum):
@@ -101,7 +102,9 @@ def reconcile(
                             "amount DOUBLE' [default: the sink columns' types].")] = None,
     envelope: Annotated[Envelope, typer.Option(
         case_sensitive=False, help="debezium: each value is a Debezium change event (JSON, "
-                                   "with or without schema/payload); implies --mode upsert."
+                                   "with or without schema/payload); implies --mode upsert. "
+                                   "connect: the record is the payload of Kafka Connect's "
+                                   "JSON converter (schemas.enable=true), where it has one."
     )] = Envelope.none,
     mode: Annotated[Mode | None, typer.Option(
         case_sensitive=False, rich_help_panel=MATCH, show_default=False,

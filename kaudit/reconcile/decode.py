@@ -14,7 +14,7 @@ from typing import Any
 from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import AVRO_FORMATS
 from kaudit.reconcile.classes import KEY_PROBLEM, RAW_VALUE, UNDECODABLE
-from kaudit.reconcile.envelope import ENVELOPE_PROBLEM, debezium_texts
+from kaudit.reconcile.envelope import ENVELOPE_PROBLEM, connect_texts, debezium_texts
 from kaudit.reconcile.request import KAFKA_KEY, ReconcileRequest
 
 #: How much of an undecodable value the samples show.
@@ -132,6 +132,8 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
         raw = debezium_texts(raw)
         problem, by_message_key = F.col(ENVELOPE_PROBLEM), F.col("_value").isNull()
         shown = F.col("_value")
+    elif request.envelope == "connect":
+        raw = connect_texts(raw)
     else:
         # The value as text once, the bytes dropped: every later use reads the text where
         # it lies, where each use of the bytes would copy them.

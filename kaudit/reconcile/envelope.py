@@ -1,5 +1,7 @@
-"""Debezium change events (``--envelope debezium``): each record's row state, so that
-upsert mode compares the topic's final state per key with the sink.
+"""What a value wraps: Debezium change events (``--envelope debezium``), each record's row
+state, so that upsert mode compares the topic's final state per key with the sink; and
+Kafka Connect's JSON converter wrapper (``--envelope connect``), whose ``payload`` is the
+record a sink connector writes.
 
 An event is ``{"before": ..., "after": ..., "op": ..., "source": ..., "ts_ms": ...}``, or
 the same inside ``{"schema": ..., "payload": ...}`` (Kafka Connect's JSON converter with
@@ -28,6 +30,37 @@ def unwrap(event: Any) -> Any:
     if isinstance(event, dict) and "payload" in event and "schema" in event:
         return event["payload"]
     return event
+
+
+def connect_rows(samples: Iterable[bytes | str | None]) -> list[str]:
+    """The records of sampled values, each taken out of Kafka Connect's wrapper (for the
+    field check)."""
+    rows = []
+    for text in samples:
+        if text is None:
+            continue
+        try:
+            rows.append(json.dumps(unwrap(json.loads(text))))
+        except (ValueError, UnicodeDecodeError):
+            continue  # undecodable, counted and shown by the run
+    return rows
+
+
+def connect_texts(raw: Any) -> Any:
+    """``raw`` as the JSON decoder reads it (``_tombstone``, ``_text``), each value's text
+    its ``payload`` where Kafka Connect's JSON converter wrapped it in ``{"schema",
+    "payload"}`` (``schemas.enable=true``), else the value as it is."""
+    from pyspark.sql import functions as F
+
+    frame = raw.select("partition", "offset", "timestamp", "key", KEY_PROBLEM,
+                       F.col("value").isNull().alias("_tombstone"),
+                       F.col("value").cast("string").alias("_value"))
+    outer = F.from_json(F.col("_value"), "schema string, payload string")
+    frame = frame.select("*", outer.alias("_outer"))
+    wrapped = F.col("_outer.schema").isNotNull() & F.col("_outer.payload").isNotNull()
+    return frame.select("partition", "offset", "timestamp", "key", KEY_PROBLEM, "_tombstone",
+                        F.when(wrapped, F.col("_outer.payload")).otherwise(F.col("_value"))
+                        .alias("_text"))
 
 
 def event_context(value: bytes | str | None) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import field_paths as field_paths_of_avro
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic, joined_key
-from kaudit.reconcile.envelope import check_events, event_context
+from kaudit.reconcile.envelope import check_events, connect_rows, event_context
 from kaudit.reconcile.infer import field_paths
 from kaudit.reconcile.request import ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
@@ -86,8 +86,12 @@ def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
     if not texts:
         return  # an empty range, or a sample not read in time: nothing to judge
     # A Debezium topic's fields are those of the rows its events leave.
-    known = field_paths(check_events(request.topic, texts) if request.envelope == "debezium"
-                        else texts)
+    rows: list[str] | list[bytes] = texts
+    if request.envelope == "debezium":
+        rows = check_events(request.topic, texts)
+    elif request.envelope == "connect":
+        rows = connect_rows(texts)
+    known = field_paths(rows)
     for name in wanted:
         if name not in known:
             raise InputError(

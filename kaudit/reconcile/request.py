@@ -17,6 +17,9 @@ KAFKA_KEY = "@key"
 def mode_for(envelope: str, mode: str | None, value_format: str = "json") -> Any:
     """The comparison mode: the one given, else append; a Debezium topic's is upsert (its
     final state per key), and no other."""
+    if envelope == "connect" and value_format != "json":
+        raise InputError("--envelope connect is Kafka Connect's JSON converter wrapper: it "
+                         f"needs --value-format json, not {value_format}")
     if envelope == "debezium" and value_format not in ("json", *AVRO_FORMATS):
         raise InputError(f"--envelope debezium reads change events in JSON or Avro, not "
                          f"--value-format {value_format}")
@@ -37,8 +40,9 @@ class ReconcileRequest:
     key: str = KAFKA_KEY
     value_format: Literal["json", "string", "bytes", "avro", "avro-plain"] = "json"
     schema: str | None = None
-    envelope: Literal["none", "debezium"] = "none"
-    """``debezium``: each value is a change event; the row is its ``after``."""
+    envelope: Literal["none", "debezium", "connect"] = "none"
+    """``debezium``: each value is a change event; the row is its ``after``. ``connect``:
+    the record is the ``payload`` of Kafka Connect's JSON converter wrapper."""
     avro: AvroSchemas | None = None
     """The writer and reader schemas of an Avro value (``--value-schema``)."""
     key_format: Literal["string", "avro", "avro-plain"] = "string"

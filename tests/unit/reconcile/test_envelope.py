@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kaudit.errors import InputError
-from kaudit.reconcile.envelope import check_events, event_context, unwrap
+from kaudit.reconcile.envelope import check_events, connect_rows, event_context, unwrap
 from kaudit.reconcile.request import mode_for
 
 
@@ -56,3 +56,19 @@ def test_a_samples_event_says_when_and_in_which_transaction() -> None:
         "op": "d", "ts_ms": None, "source_ts_ms": None, "transaction": None}
     assert event_context(None) is None and event_context(b"{not json") is None
     assert event_context(json.dumps({"id": 1})) is None
+
+
+def test_connects_wrapper_gives_its_payload_and_a_bare_value_stays() -> None:
+    wrapped = json.dumps({"schema": {"type": "struct", "fields": []},
+                          "payload": {"id": 1, "status": "new"}})
+    bare = json.dumps({"id": 2})
+    assert connect_rows([wrapped.encode(), bare, None, b"\xff"]) == [
+        json.dumps({"id": 1, "status": "new"}), json.dumps({"id": 2})]
+
+
+def test_connects_wrapper_is_json_only() -> None:
+    assert mode_for("connect", None, "json") == "append"
+    assert mode_for("connect", "upsert", "json") == "upsert"
+    with pytest.raises(InputError) as err:
+        mode_for("connect", None, "avro")
+    assert "needs --value-format json, not avro" in err.value.message
