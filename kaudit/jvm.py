@@ -71,11 +71,12 @@ def _pom(name: str, artifacts: Sequence[Artifact]) -> str:
 
 
 def resolve_jars(name: str, artifacts: Sequence[Artifact], *, what: str,
-                 marker: str, progress: bool = False) -> Path:
+                 marker: str, progress: bool = False, exclude: Sequence[str] = ()) -> Path:
     """Resolve ``artifacts`` and their runtime dependencies into ``cache/name/libs``.
 
     ``marker`` is a glob that must match once the folder is complete (e.g. the
-    main artifact's jar); ``what`` names the jars in error messages.
+    main artifact's jar); ``what`` names the jars in error messages; ``exclude`` names
+    artifact ids left out (a runtime that provides them).
     """
     root = cache_dir() / name
     libs = root / "libs"
@@ -91,6 +92,8 @@ def resolve_jars(name: str, artifacts: Sequence[Artifact], *, what: str,
     shutil.rmtree(staging, ignore_errors=True)
     cmd = [mvn, "-B", "-f", str(root / "pom.xml"), "dependency:copy-dependencies",
            f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
+    if exclude:
+        cmd.append(f"-DexcludeArtifactIds={','.join(exclude)}")
     if not progress:
         cmd.insert(1, "-q")
     try:

@@ -77,7 +77,9 @@ def running_postgres() -> Iterator[Postgres]:
                                  f"--pwfile={pwfile}", "--auth-local=trust",
                                  "--auth-host=scram-sha-256", "-E", "UTF8"]),
                    check=True, capture_output=True, timeout=120)
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1"
+    # Logical decoding on, for Debezium's PostgreSQL source (pgoutput) in the lab.
+    options = (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c wal_level=logical "
+               "-c max_replication_slots=4 -c max_wal_senders=4")
     subprocess.run(_as_postgres([os.path.join(bin_dir, "pg_ctl"), "-D", data, "-o", options,
                                  "-l", os.path.join(root, "server.log"), "-w", "start"]),
                    check=True, capture_output=True, timeout=120)

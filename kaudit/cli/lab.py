@@ -38,7 +38,8 @@ def _say(message: str) -> None:
 
 
 NodeId = Annotated[
-    int, typer.Argument(metavar="NODE_ID", help="Broker id (1..N) or controller id (100..).")
+    int, typer.Argument(metavar="NODE_ID", help="Broker id (1..N), controller id (100..) or "
+                                                "the Kafka Connect worker (200).")
 ]
 
 
@@ -76,6 +77,13 @@ def up(
             "restart].",
         ),
     ] = None,
+    connect: Annotated[bool, typer.Option(
+        "--connect", help="Also run a Kafka Connect worker (node 200, distributed mode) with "
+                          "Debezium's PostgreSQL source and JDBC sink and Iceberg's sink; "
+                          "adds one to a lab that has none.")] = False,
+    connect_config: Annotated[list[str] | None, typer.Option(
+        metavar="KEY=VALUE", help="Kafka Connect worker setting (e.g. "
+                                  "offset.flush.interval.ms=600000); repeatable.")] = None,
     state_dir: options.StateDir = None,
     format: options.PlainFormat = OutputFormat.table,
     output: options.Output = None,
@@ -89,6 +97,9 @@ def up(
 
     directory = options.state_dir(state_dir)
     extra = parse_key_values(broker_config or [], "--broker-config")
+    worker = parse_key_values(connect_config or [], "--connect-config")
+    if worker and not connect:
+        raise LabStateError("--connect-config is for the Kafka Connect worker: add --connect")
     state = manager.lab_up(
         directory,
         lambda: kafka_runtime(kafka_version, kafka_home),
@@ -97,6 +108,7 @@ def up(
         broker_config=extra,
         wait_s=wait,
         security=security,
+        connect=worker if connect else None,
         say=_say,
     )
     _say(f"ready: {len(state.brokers)} brokers, Kafka {state.kafka_version}, state in {directory}")

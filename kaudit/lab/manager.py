@@ -22,7 +22,8 @@ from kaudit.cluster import client
 from kaudit.cluster.client import client_config, new_admin
 from kaudit.errors import LabError, LabStateError
 from kaudit.lab import security as sec
-from kaudit.lab.layout import check_ports_free, create_lab
+from kaudit.lab.connect import add_worker, wait_worker_ready
+from kaudit.lab.layout import check_ports_free, create_lab, free_ports
 from kaudit.lab.process import (
     SIGNALS,
     await_state,
@@ -48,17 +49,27 @@ def _quiet(_: str) -> None:
 
 
 def start_lab(state: LabState, *, wait_s: float, say: Say = _quiet) -> None:
-    """Start every node that is down, then wait until the cluster takes RF=3 topics."""
+    """Start every node that is down, then wait until the cluster takes RF=3 topics (and a
+    Connect worker, started once it does, answers)."""
     down = [n for n in state.nodes if node_state(n) is NodeState.down]
     for node in state.nodes:
         if node_state(node) is NodeState.paused:
             os.kill(node.pid or 0, signal.SIGCONT)
+    kafka = [n for n in down if n.role != "connect"]
     # Controllers first: brokers register with them.
-    for node in sorted(down, key=lambda n: n.role != "controller"):
+    for node in sorted(kafka, key=lambda n: n.role != "controller"):
         launch(node)
     state.save()
-    say(f"started {len(down)} node(s); waiting for {len(state.brokers)} brokers to register")
+    say(f"started {len(kafka)} node(s); waiting for {len(state.brokers)} brokers to register")
     wait_ready(state, wait_s, say)
+    workers = [n for n in down if n.role == "connect"]
+    for node in workers:
+        launch(node)
+    state.save()
+    for node in workers:
+        say(f"started Kafka Connect (node {node.id}); waiting for its REST API on port "
+            f"{node.port}")
+        wait_worker_ready(node, wait_s)
 
 
 def live_brokers(admin: Any) -> set[int]:
@@ -131,16 +142,19 @@ def lab_up(
     broker_config: dict[str, str],
     wait_s: float,
     security: sec.Security | None = None,
+    connect: dict[str, str] | None = None,
     say: Say = _quiet,
 ) -> LabState:
-    """Create (or restart) the lab in ``state_dir`` and wait for it to be ready."""
+    """Create (or restart) the lab in ``state_dir`` and wait for it to be ready. ``connect``
+    (worker settings, maybe none) adds a Kafka Connect worker if the lab has none."""
     with locked(state_dir):
         existing = None
         with contextlib.suppress(LabStateError):
             existing = LabState.load(state_dir)
         if existing is not None:
             live = [n for n in existing.nodes if node_state(n) is not NodeState.down]
-            if live and len(live) == len(existing.nodes):
+            adding = connect is not None and not existing.connect_workers
+            if live and len(live) == len(existing.nodes) and not adding:
                 raise LabStateError(
                     f"a lab is already running in {state_dir} (bootstrap {existing.bootstrap})",
                     hint="use it, or stop it with `kaudit lab down`, or pass another --state-dir",
@@ -165,6 +179,8 @@ def lab_up(
                 check_ports_free(existing)
             say(f"restarting the existing lab in {state_dir}")
             state = existing
+            if adding:
+                _add_worker(state, runtime_factory(), connect or {}, say)
         else:
             runtime = runtime_factory()
             say(
@@ -174,6 +190,8 @@ def lab_up(
             )
             state = create_lab(state_dir, runtime, brokers, controllers, broker_config,
                                security or sec.Security.plaintext)
+            if connect is not None:
+                _add_worker(state, runtime, connect, say)
         try:
             start_lab(state, wait_s=wait_s, say=say)
             if state.security != sec.Security.plaintext:
@@ -185,8 +203,16 @@ def lab_up(
         return state
 
 
+def _add_worker(state: LabState, runtime: KafkaRuntime, settings: dict[str, str],
+                say: Say) -> None:
+    say("adding a Kafka Connect worker (its plugins are fetched with mvn once)")
+    add_worker(state, runtime, free_ports(1)[0], settings)
+    state.save()
+
+
 def lab_down(state_dir: Path, *, purge: bool, say: Say = _quiet) -> LabState | None:
-    """Stop every node (brokers first, so they shut down cleanly); ``purge`` deletes all."""
+    """Stop every node (the Connect worker first, then the brokers, so that each shuts down
+    cleanly); ``purge`` deletes all."""
     with locked(state_dir):
         try:
             state = LabState.load(state_dir)
@@ -199,7 +225,7 @@ def lab_down(state_dir: Path, *, purge: bool, say: Say = _quiet) -> LabState | N
                 if not any(p.name != ".lock" for p in state_dir.iterdir()):
                     shutil.rmtree(state_dir)
             raise
-        for group in (state.brokers, state.controllers):
+        for group in (state.connect_workers, state.brokers, state.controllers):
             left = stop_nodes(group, signal.SIGTERM, wait_s=30)
             if left:
                 say(
@@ -271,6 +297,8 @@ def lab_start(state_dir: Path, node_id: int, *, wait_s: float) -> tuple[LabNode,
         state.save()
         if node.role == "broker":
             _wait_registered(state, node, wait_s)
+        elif node.role == "connect":
+            wait_worker_ready(node, wait_s)
         return node, "restarted"
 
 

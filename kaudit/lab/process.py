@@ -109,8 +109,9 @@ def await_state(node: LabNode, want: NodeState, wait_s: float) -> None:
 
 
 def raise_if_node_died(state: LabState) -> None:
-    """A LabError naming the first node whose process is gone, with its log's last line."""
-    for node in state.nodes:
+    """A LabError naming the first Kafka node (broker or controller) whose process is gone,
+    with its log's last line (a Connect worker starts once they are ready)."""
+    for node in state.brokers + state.controllers:
         if node_state(node) is NodeState.down:
             raise LabError(
                 f"{node.role} {node.id} exited during start: {log_tail(node.log_path)}",

@@ -26,6 +26,15 @@ class KafkaRuntime:
     kafka_version: str
 
 
+def logging_artifacts() -> list[tuple[str, str, str]]:
+    """An SLF4J binding to log4j2: Kafka's POMs bring none, and without one a JVM of the
+    lab logs nothing."""
+    return [("org.slf4j", "slf4j-api", _SLF4J_VERSION),
+            ("org.apache.logging.log4j", "log4j-api", _LOG4J_VERSION),
+            ("org.apache.logging.log4j", "log4j-core", _LOG4J_VERSION),
+            ("org.apache.logging.log4j", "log4j-slf4j2-impl", _LOG4J_VERSION)]
+
+
 def resolve_kafka_jars(version: str, *, progress: bool = False) -> Path:
     """Resolve Kafka ``version`` (and kafka-tools) with ``mvn`` into the jar cache."""
     if not re.fullmatch(r"\d+\.\d+\.\d+(?:[-.][\w.]+)?", version):
@@ -34,10 +43,7 @@ def resolve_kafka_jars(version: str, *, progress: bool = False) -> Path:
         f"kafka/{version}",
         [("org.apache.kafka", "kafka_2.13", version),
          ("org.apache.kafka", "kafka-tools", version),
-         ("org.slf4j", "slf4j-api", _SLF4J_VERSION),
-         ("org.apache.logging.log4j", "log4j-api", _LOG4J_VERSION),
-         ("org.apache.logging.log4j", "log4j-core", _LOG4J_VERSION),
-         ("org.apache.logging.log4j", "log4j-slf4j2-impl", _LOG4J_VERSION)],
+         *logging_artifacts()],
         what=f"Kafka {version}", marker="kafka_2.13-*.jar", progress=progress)
 
 

@@ -47,7 +47,7 @@ class LabNode:
 
     id: int
     role: str
-    """``broker`` or ``controller``."""
+    """``broker``, ``controller`` or ``connect`` (the Kafka Connect worker)."""
     port: int
     directory: str
     argv: list[str]
@@ -87,6 +87,11 @@ class LabState:
         return sorted((n for n in self.nodes if n.role == "controller"), key=lambda n: n.id)
 
     @property
+    def connect_workers(self) -> list[LabNode]:
+        """The Kafka Connect worker, if the lab runs one (``lab up --connect``)."""
+        return [n for n in self.nodes if n.role == "connect"]
+
+    @property
     def bootstrap(self) -> str:
         """The bootstrap servers string for clients."""
         return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers)
@@ -123,7 +128,7 @@ class LabState:
             if n.id == node_id:
                 return n
         ids = ", ".join(str(n.id) for n in sorted(self.nodes, key=lambda n: n.id))
-        raise LabStateError(f"no node {node_id} in this lab (brokers and controllers: {ids})")
+        raise LabStateError(f"no node {node_id} in this lab (its nodes: {ids})")
 
     def save(self) -> None:
         """Write ``lab.json`` atomically."""

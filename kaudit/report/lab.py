@@ -50,6 +50,9 @@ def status_document(status: LabStatus) -> dict[str, Any]:
         "client_properties": str(state.client_properties) if state.client_properties else None,
         "brokers": [_node_row(n) for n in state.brokers],
         "controllers": [_node_row(n) for n in state.controllers],
+        # The Kafka Connect worker (lab up --connect): its REST API at its port.
+        "connect": [_node_row(n) | {"rest": f"http://127.0.0.1:{n.port}"}
+                    for n in state.connect_workers],
     }
     if status.purged is not None:
         doc["purged"] = status.purged
@@ -60,7 +63,7 @@ def status_table(status: LabStatus) -> str:
     """Bootstrap, version, state directory, then one row per node."""
     doc = status_document(status)
     rows = [(n["id"], n["role"], n["pid"] or "-", n["port"], n["state"])
-            for n in doc["brokers"] + doc["controllers"]]
+            for n in doc["brokers"] + doc["controllers"] + doc["connect"]]
     return (f"bootstrap  {doc['bootstrap']}\nkafka      {doc['kafka_version']}\n"
             f"state dir  {doc['state_dir']}\n"
             + (f"security   {doc['security']}, client settings in {doc['client_properties']}\n"

@@ -1,0 +1,83 @@
+"""The lab's Kafka Connect worker for the pipeline tests: added to the session's lab for a
+module and taken out of it afterwards (stopped, and its node removed from lab.json), so that
+the lab's other tests see the lab they always did; its connectors made, watched and
+removed through its REST API."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kaudit.lab.connect import CONNECT_ID, rest
+from kaudit.lab.state import LabNode, LabState, locked
+from tests.conftest import Lab
+
+WORKER_SETTINGS = {
+    # Sink offsets are committed at this interval (and on a clean stop): a worker killed
+    # before it passes has committed none, so its sinks get every record again.
+    "offset.flush.interval.ms": "600000",
+}
+
+
+@contextmanager
+def connect_worker(lab: Lab) -> Iterator[LabNode]:
+    """The lab with a Connect worker for the duration of the block."""
+    args = ["up", "--connect"]
+    for key, value in WORKER_SETTINGS.items():
+        args += ["--connect-config", f"{key}={value}"]
+    result = lab.kaudit(*args, timeout=600)
+    assert result.code == 0, result.stderr
+    try:
+        yield worker_node(lab)
+    finally:
+        lab.kaudit("kill", str(CONNECT_ID), "--signal", "TERM")
+        state_dir = Path(lab.state_dir)
+        with locked(state_dir):
+            state = LabState.load(state_dir)
+            state.nodes = [n for n in state.nodes if n.role != "connect"]
+            state.save()
+
+
+def worker_node(lab: Lab) -> LabNode:
+    return LabState.load(Path(lab.state_dir)).node(CONNECT_ID)
+
+
+def wait_until(condition: Callable[[], Any], within: float, what: str) -> Any:
+    """``condition``'s first truthy answer, asked every half second; fails after
+    ``within`` seconds, naming ``what`` was awaited."""
+    deadline = time.monotonic() + within
+    while True:
+        found = condition()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"not within {within:g}s: {what}"
+        time.sleep(0.5)
+
+
+def start_connector(node: LabNode, name: str, config: dict[str, str]) -> None:
+    """Create (or reconfigure) a connector and wait until it and its tasks run."""
+    rest(node, "PUT", f"/connectors/{name}/config", config)
+    wait_running(node, name)
+
+
+def wait_running(node: LabNode, name: str, within: float = 120) -> None:
+    def running() -> bool:
+        try:
+            status = rest(node, "GET", f"/connectors/{name}/status")
+        except Exception:
+            return False
+        tasks = status.get("tasks", [])
+        failed = [t for t in tasks if t["state"] == "FAILED"]
+        assert not failed, json.dumps(failed)[:2000]
+        return status["connector"]["state"] == "RUNNING" and bool(tasks) and all(
+            t["state"] == "RUNNING" for t in tasks)
+
+    wait_until(running, within, f"connector {name} and its tasks running")
+
+
+def delete_connector(node: LabNode, name: str) -> None:
+    rest(node, "DELETE", f"/connectors/{name}")
