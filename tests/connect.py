@@ -24,10 +24,11 @@ WORKER_SETTINGS = {
 
 
 @contextmanager
-def connect_worker(lab: Lab) -> Iterator[LabNode]:
-    """The lab with a Connect worker for the duration of the block."""
+def connect_worker(lab: Lab, settings: dict[str, str] | None = None) -> Iterator[LabNode]:
+    """The lab with a Connect worker for the duration of the block (its settings
+    :data:`WORKER_SETTINGS`, or ``settings``)."""
     args = ["up", "--connect"]
-    for key, value in WORKER_SETTINGS.items():
+    for key, value in (WORKER_SETTINGS if settings is None else settings).items():
         args += ["--connect-config", f"{key}={value}"]
     result = lab.kaudit(*args, timeout=600)
     assert result.code == 0, result.stderr
