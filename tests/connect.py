@@ -32,9 +32,14 @@ def connect_worker(lab: Lab, settings: dict[str, str] | None = None) -> Iterator
         args += ["--connect-config", f"{key}={value}"]
     result = lab.kaudit(*args, timeout=600)
     assert result.code == 0, result.stderr
+    node = worker_node(lab)
     try:
-        yield worker_node(lab)
+        yield node
     finally:
+        # Connectors live in the lab's config topic: a test that failed half-way must not
+        # leave one to start again with the next module's worker.
+        for name in rest(node, "GET", "/connectors") or []:
+            delete_connector(node, name)
         lab.kaudit("kill", str(CONNECT_ID), "--signal", "TERM")
         state_dir = Path(lab.state_dir)
         with locked(state_dir):

@@ -126,8 +126,10 @@ def shape_sink(df: Any, request: ReconcileRequest) -> Any:
 
     names = set(df.columns)
     wanted = request.sink_key_columns() + [request.sink_column(c) for c in request.compare]
+    coordinates = {c: coordinate_column(request, c, names)
+                   for c in ("partition", "offset", "topic")}
     if request.mode == "coordinates":
-        wanted += [request.sink_column("partition"), request.sink_column("offset")]
+        wanted += [coordinates["partition"], coordinates["offset"]]
     missing = [c for c in wanted if c not in names]
     if missing:
         raise InputError(f"the sink has no column {missing[0]!r} (columns: "
@@ -136,12 +138,28 @@ def shape_sink(df: Any, request: ReconcileRequest) -> Any:
     key = joined_key([F.col(c).cast("string") for c in request.sink_key_columns()])
     columns = [key.alias("key")] + [F.col(request.sink_column(c)) for c in request.compare]
     if request.mode == "coordinates":
-        columns += [F.col(request.sink_column("partition")).cast("int").alias("partition"),
-                    F.col(request.sink_column("offset")).cast("long").alias("offset")]
-        topic_column = request.sink_column("topic")
+        columns += [F.col(coordinates["partition"]).cast("int").alias("partition"),
+                    F.col(coordinates["offset"]).cast("long").alias("offset")]
+        topic_column = coordinates["topic"]
         if topic_column in names:  # a sink fed by several topics: keep ours
             df = df.where(F.col(topic_column) == F.lit(request.topic))
     return df.select(*columns)
+
+
+#: Where Apache Iceberg's Kafka Connect sink (its KafkaMetadataTransform) keeps each row's
+#: record coordinates.
+ICEBERG_METADATA = "_kafka_metadata_"
+
+
+def coordinate_column(request: ReconcileRequest, name: str, columns: set[str]) -> str:
+    """The sink column of a record coordinate (partition, offset, topic): the one --map
+    names, else a column of its name, else the Iceberg sink's ``_kafka_metadata_NAME``."""
+    if name in request.column_map:
+        return request.column_map[name]
+    plain = request.sink_column(name)
+    if plain not in columns and ICEBERG_METADATA + name in columns:
+        return ICEBERG_METADATA + name
+    return plain
 
 
 def align_types(topic: Any, sink: Any, columns: list[str]) -> tuple[Any, Any]:

@@ -1,0 +1,108 @@
+"""A topic -> Apache Iceberg's Kafka Connect sink (a Hadoop catalog on local disk, its
+KafkaMetadataTransform, a 2-second commit interval) -> an Iceberg table, on the lab's Kafka
+Connect worker, the worker SIGKILLed after the first commits, with records still coming,
+and restarted. Iceberg's sink commits exactly once: kaudit reconcile, reading the table's
+``_kafka_metadata_*`` columns as the records' coordinates, finds every record once, as the
+table itself says when the test reads it with Spark."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kaudit.lab.connect import CONNECT_ID
+from kaudit.lab.state import LabNode
+from tests.conftest import Lab
+from tests.connect import connect_worker, delete_connector, start_connector, wait_until
+from tests.integration.test_lab import admin
+from tests.integration.test_reconcile import reconcile
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.usefixtures("local_spark")]
+
+FIRST, SECOND = 300, 200
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def worker(lab: Lab) -> Iterator[LabNode]:
+    # A sink task's put() runs, with or without records, at least once per offset flush
+    # interval, and Iceberg's sink answers its coordinator's commit requests only there:
+    # flush every second, so that each commit is answered at once.
+    with connect_worker(lab, {"offset.flush.interval.ms": "1000"}) as node:
+        yield node
+
+
+def produce(lab: Lab, topic: str, numbers: range) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
+    for i in numbers:
+        producer.produce(topic, key=str(i), value=json.dumps(
+            {"id": i, "status": ("new", "paid")[i % 2], "amount": i * 0.5}))
+    assert producer.flush(60) == 0, "records still unsent after 60 s"
+
+
+def table_rows(spark: Any, warehouse: Path, table: str) -> list[Any]:
+    """The table's coordinates, read fresh from its latest metadata (none before the sink
+    first commits)."""
+    location = warehouse / "lake" / table
+    if not (location / "metadata").exists():
+        return []
+    frame = spark.read.format("iceberg").load(str(location))
+    return frame.select("_kafka_metadata_partition", "_kafka_metadata_offset").collect()
+
+
+def test_icebergs_exactly_once_commits_survive_a_killed_worker(
+        lab: Lab, worker: LabNode, local_spark: Any, tmp_path: Path) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    suffix = uuid.uuid4().hex[:6]
+    topic, table, name = f"ice-orders-{suffix}", f"orders_{suffix}", f"iceberg-{suffix}"
+    warehouse = tmp_path / "warehouse"
+    admin(lab).create_topics([NewTopic(topic, PARTITIONS, 3)])[topic].result(30)
+    produce(lab, topic, range(FIRST))
+    start_connector(worker, name, {
+        "connector.class": "org.apache.iceberg.connect.IcebergSinkConnector",
+        "tasks.max": "1",
+        "topics": topic,
+        "iceberg.tables": f"lake.{table}",
+        "iceberg.tables.auto-create-enabled": "true",
+        "iceberg.catalog.type": "hadoop",
+        "iceberg.catalog.warehouse": f"file://{warehouse}",
+        "iceberg.control.topic": f"iceberg-control-{suffix}",
+        "iceberg.control.commit.interval-ms": "2000",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "transforms": "metadata",
+        "transforms.metadata.type":
+            "org.apache.iceberg.connect.transforms.KafkaMetadataTransform",
+    })
+    try:
+        wait_until(lambda: len(table_rows(local_spark, warehouse, table)) >= FIRST, 180,
+                   "the first records committed to the table")
+        produce(lab, topic, range(FIRST, FIRST + SECOND))
+        assert lab.kaudit("kill", str(CONNECT_ID), "--signal", "KILL").code == 0
+        restarted = lab.kaudit("start", str(CONNECT_ID))
+        assert restarted.code == 0, restarted.stderr
+        total = FIRST + SECOND
+        wait_until(lambda: len(table_rows(local_spark, warehouse, table)) >= total, 240,
+                   "every record committed after the restart")
+        delete_connector(worker, name)
+        rows = table_rows(local_spark, warehouse, table)
+        places = [(r[0], r[1]) for r in rows]
+        assert (len(places), len(set(places))) == (total, total)  # the table's own truth
+
+        code, doc, stderr = reconcile(
+            lab, "--topic", topic, "--sink", f"iceberg:ice.lake.{table}", "--mode",
+            "coordinates", "--key", "id", "--compare", "status,amount",
+            "--sink-option", "type=hadoop", "--sink-option", f"warehouse=file://{warehouse}")
+        assert code == 0, json.dumps([doc.get("counts"), stderr])
+        assert (doc["counts"]["topic_records"], doc["counts"]["sink_rows"]) == (total, total)
+    finally:
+        admin(lab).delete_topics([topic, f"iceberg-control-{suffix}"])
