@@ -116,6 +116,9 @@ def worker_properties(state: LabState, port: int, plugins: list[Path],
         "rest.advertised.host.name": "127.0.0.1",
         "rest.advertised.port": str(port),
         "plugin.path": ",".join(str(p) for p in plugins),
+        # Every plugin here lists its classes in ServiceLoader manifests: reading those
+        # instead of scanning every jar saves most of a start on two cores.
+        "plugin.discovery": "service_load",
         # A killed worker's place in its group, and its sink tasks' in theirs, ends within
         # seconds (not Kafka's 45 s), and its connectors are given out again at once when
         # it comes back: a restart in the lab takes seconds.
