@@ -45,8 +45,12 @@ NodeId = Annotated[
 
 @app.command()
 def up(
-    brokers: Annotated[int, typer.Option(help="Number of brokers.")] = 3,
-    controllers: Annotated[int, typer.Option(help="Number of dedicated KRaft controllers.")] = 1,
+    brokers: Annotated[int | None, typer.Option(
+        show_default=False, help="Number of brokers [default: 3; a stopped lab's own on "
+                                 "restart].")] = None,
+    controllers: Annotated[int | None, typer.Option(
+        show_default=False, help="Number of dedicated KRaft controllers [default: 1; a "
+                                 "stopped lab's own on restart].")] = None,
     kafka_version: Annotated[
         str, typer.Option(help="Apache Kafka version resolved from Maven Central.")
     ] = DEFAULT_KAFKA_VERSION,

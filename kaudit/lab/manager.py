@@ -137,8 +137,8 @@ def lab_up(
     state_dir: Path,
     runtime_factory: Callable[[], KafkaRuntime],
     *,
-    brokers: int,
-    controllers: int,
+    brokers: int | None,
+    controllers: int | None,
     broker_config: dict[str, str],
     wait_s: float,
     security: sec.Security | None = None,
@@ -159,7 +159,8 @@ def lab_up(
                     f"a lab is already running in {state_dir} (bootstrap {existing.bootstrap})",
                     hint="use it, or stop it with `kaudit lab down`, or pass another --state-dir",
                 )
-            if len(existing.brokers) != brokers or len(existing.controllers) != controllers:
+            if (brokers not in (None, len(existing.brokers))
+                    or controllers not in (None, len(existing.controllers))):
                 raise LabStateError(
                     f"the lab in {state_dir} has {len(existing.brokers)} brokers and "
                     f"{len(existing.controllers)} controller(s)",
@@ -183,6 +184,8 @@ def lab_up(
                 _add_worker(state, runtime_factory(), connect or {}, say)
         else:
             runtime = runtime_factory()
+            brokers = 3 if brokers is None else brokers
+            controllers = 1 if controllers is None else controllers
             say(
                 f"formatting {brokers} broker(s) and {controllers} controller(s), "
                 f"Kafka {runtime.kafka_version}"

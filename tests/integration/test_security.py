@@ -445,3 +445,43 @@ def test_check_flags_a_deliberately_weakened_broker() -> None:
         assert any("allow.everyone.if.no.acl.found" in f["message"]
                    for f in findings if f["rule"] == "KA002")
         assert "KA503" not in by_rule  # it has an authorizer
+
+
+def test_a_connect_worker_on_the_secured_lab_runs_a_sink_over_sasl_ssl(
+        sasl_lab: SecureLab, postgres: Any) -> None:
+    """The worker's own clients and its connectors' reach the brokers over SASL_SSL (as the
+    lab's admin); its settings file is private and no password reaches the status."""
+    from confluent_kafka import Producer
+
+    from kaudit.lab.connect import CONNECT_ID
+    from kaudit.lab.state import LabState
+    from tests.connect import start_connector, wait_until
+    from tests.integration.test_pipeline_jdbc import rows_in, value
+
+    up = run_kaudit("lab", "up", "--connect", "--state-dir", str(sasl_lab.state_dir),
+                    timeout=900)
+    assert up.code == 0, up.stderr
+    status = run_kaudit("lab", "status", "-f", "json", "--state-dir", str(sasl_lab.state_dir))
+    [worker] = json.loads(status.stdout)["connect"]
+    assert (worker["id"], worker["state"]) == (CONNECT_ID, "running")
+    node = LabState.load(sasl_lab.state_dir).node(CONNECT_ID)
+    settings = Path(node.directory) / "worker.properties"
+    assert settings.stat().st_mode & 0o777 == 0o600
+    assert "SASL_SSL" in settings.read_text()
+    assert_no_secret(list(sasl_lab.passwords().values()), [up, status])
+
+    topic, table = a_topic(sasl_lab), f"secured_{uuid.uuid4().hex[:6]}"
+    producer = Producer(sasl_lab.librdkafka_config())
+    for i in range(20):
+        producer.produce(topic, key=str(i), value=value(i))
+    assert producer.flush(60) == 0
+    start_connector(node, f"jdbc-{table}", {
+        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+        "topics": topic, "connection.url": postgres.jdbc_url,
+        "connection.username": postgres.user, "connection.password": postgres.password,
+        "insert.mode": "insert", "primary.key.mode": "none", "schema.evolution": "basic",
+        "collection.name.format": table,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true"})
+    wait_until(lambda: rows_in(postgres, table) == 20, 120, f"20 rows in {table}")
