@@ -44,6 +44,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
      "JVM heap of each lab broker (default `512m`)."),
     ("KAUDIT_LAB_CONTROLLER_HEAP",
      "JVM heap of each lab KRaft controller (default `256m`)."),
+    ("KAUDIT_LAB_CONNECT_HEAP",
+     "JVM heap of the lab's Kafka Connect worker (default `512m`)."),
     ("KAUDIT_SPARK_DRIVER_MEMORY",
      "Memory of the Spark driver `kaudit reconcile` starts (default `2g`)."),
     ("JAVA_TOOL_OPTIONS, _JAVA_OPTIONS, JDK_JAVA_OPTIONS, SPARK_SUBMIT_OPTS",
