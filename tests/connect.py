@@ -87,3 +87,18 @@ def wait_running(node: LabNode, name: str, within: float = 120) -> None:
 
 def delete_connector(node: LabNode, name: str) -> None:
     rest(node, "DELETE", f"/connectors/{name}")
+
+
+def jdbc_sink(postgres: Any, topic: str, table: str, **settings: str) -> dict[str, str]:
+    """Debezium's JDBC sink from ``topic`` into ``table`` of the test PostgreSQL, creating
+    the table from the records' schema; ``settings`` add to it (insert mode, keys)."""
+    return {
+        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+        "tasks.max": "1",
+        "topics": topic,
+        "connection.url": postgres.jdbc_url,
+        "connection.username": postgres.user,
+        "connection.password": postgres.password,
+        "schema.evolution": "basic",
+        "collection.name.format": table,
+    } | settings

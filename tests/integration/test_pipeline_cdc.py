@@ -17,7 +17,13 @@ import pytest
 from kaudit.lab.connect import CONNECT_ID, rest
 from kaudit.lab.state import LabNode
 from tests.conftest import Lab
-from tests.connect import connect_worker, delete_connector, start_connector, wait_until
+from tests.connect import (
+    connect_worker,
+    delete_connector,
+    jdbc_sink,
+    start_connector,
+    wait_until,
+)
 from tests.integration.test_lab import admin
 from tests.integration.test_pipeline_jdbc import sink_args
 from tests.integration.test_reconcile import reconcile
@@ -95,20 +101,9 @@ def test_a_cdc_pipeline_with_a_killed_worker_is_reconciled_with_both_tables(
         "topic.creation.default.replication.factor": "3",
         "topic.creation.default.partitions": "1",
     })
-    start_connector(worker, names[1], {
-        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
-        "tasks.max": "1",
-        "topics": topic,
-        "connection.url": postgres.jdbc_url,
-        "connection.username": postgres.user,
-        "connection.password": postgres.password,
-        "insert.mode": "upsert",
-        "primary.key.mode": "record_key",
-        "primary.key.fields": "id",
-        "delete.enabled": "true",
-        "schema.evolution": "basic",
-        "collection.name.format": sink,
-    })
+    start_connector(worker, names[1], jdbc_sink(
+        postgres, topic, sink, **{"insert.mode": "upsert", "primary.key.mode": "record_key",
+                                  "primary.key.fields": "id", "delete.enabled": "true"}))
     try:
         wait_until(lambda: in_step(postgres, source, sink), 180, "the snapshot in the sink")
         changes(postgres, source, 1)

@@ -1,9 +1,9 @@
 """A topic -> Apache Iceberg's Kafka Connect sink (a Hadoop catalog on local disk, its
 KafkaMetadataTransform, a 2-second commit interval) -> an Iceberg table, on the lab's Kafka
 Connect worker, the worker SIGKILLed after the first commits, with records still coming,
-and restarted. Iceberg's sink commits exactly once: kaudit reconcile, reading the table's
-``_kafka_metadata_*`` columns as the records' coordinates, finds every record once, as the
-table itself says when the test reads it with Spark."""
+and restarted, then its task restarted. Iceberg's sink commits exactly once: kaudit
+reconcile, reading the table's ``_kafka_metadata_*`` columns as the records' coordinates,
+finds every record once, as the table itself says when the test reads it with Spark."""
 
 from __future__ import annotations
 
@@ -15,16 +15,22 @@ from typing import Any
 
 import pytest
 
-from kaudit.lab.connect import CONNECT_ID
+from kaudit.lab.connect import CONNECT_ID, rest
 from kaudit.lab.state import LabNode
 from tests.conftest import Lab
-from tests.connect import connect_worker, delete_connector, start_connector, wait_until
+from tests.connect import (
+    connect_worker,
+    delete_connector,
+    start_connector,
+    wait_running,
+    wait_until,
+)
 from tests.integration.test_lab import admin
 from tests.integration.test_reconcile import reconcile
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.usefixtures("local_spark")]
 
-FIRST, SECOND = 300, 200
+FIRST, SECOND, THIRD = 300, 200, 100
 PARTITIONS = 3
 
 
@@ -90,9 +96,15 @@ def test_icebergs_exactly_once_commits_survive_a_killed_worker(
         assert lab.kaudit("kill", str(CONNECT_ID), "--signal", "KILL").code == 0
         restarted = lab.kaudit("start", str(CONNECT_ID))
         assert restarted.code == 0, restarted.stderr
-        total = FIRST + SECOND
+        wait_until(lambda: len(table_rows(local_spark, warehouse, table)) >= FIRST + SECOND,
+                   240, "every record committed after the restart")
+        # A task restarted through the REST API, with a third batch on its way.
+        rest(worker, "POST", f"/connectors/{name}/tasks/0/restart")
+        produce(lab, topic, range(FIRST + SECOND, FIRST + SECOND + THIRD))
+        wait_running(worker, name)
+        total = FIRST + SECOND + THIRD
         wait_until(lambda: len(table_rows(local_spark, warehouse, table)) >= total, 240,
-                   "every record committed after the restart")
+                   "every record committed after the task's restart")
         delete_connector(worker, name)
         rows = table_rows(local_spark, warehouse, table)
         places = [(r[0], r[1]) for r in rows]

@@ -18,7 +18,13 @@ import pytest
 from kaudit.lab.connect import CONNECT_ID
 from kaudit.lab.state import LabNode
 from tests.conftest import Lab
-from tests.connect import connect_worker, delete_connector, start_connector, wait_until
+from tests.connect import (
+    connect_worker,
+    delete_connector,
+    jdbc_sink,
+    start_connector,
+    wait_until,
+)
 from tests.integration.test_lab import admin
 from tests.integration.test_reconcile import reconcile
 from tests.pg import Postgres
@@ -72,22 +78,13 @@ def run_pipeline(lab: Lab, worker: LabNode, postgres: Postgres, mode: str) -> tu
     suffix = uuid.uuid4().hex[:6]
     topic, table, name = f"jdbc-{mode}-{suffix}", f"jdbc_{mode}_{suffix}", f"jdbc-{mode}-{suffix}"
     produce(lab, topic, range(N))
-    start_connector(worker, name, {
-        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
-        "tasks.max": "1",
-        "topics": topic,
-        "connection.url": postgres.jdbc_url,
-        "connection.username": postgres.user,
-        "connection.password": postgres.password,
-        "insert.mode": mode,
-        **({"primary.key.mode": "record_value", "primary.key.fields": "id"}
-           if mode == "upsert" else {"primary.key.mode": "none"}),
-        "schema.evolution": "basic",
-        "collection.name.format": table,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "true",
-    })
+    keys = ({"primary.key.mode": "record_value", "primary.key.fields": "id"}
+            if mode == "upsert" else {"primary.key.mode": "none"})
+    start_connector(worker, name, jdbc_sink(
+        postgres, topic, table, **{"insert.mode": mode}, **keys,
+        **{"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+           "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+           "value.converter.schemas.enable": "true"}))
     wait_until(lambda: rows_in(postgres, table) >= N, 120, f"{N} rows in {table}")
     assert lab.kaudit("kill", str(CONNECT_ID), "--signal", "KILL").code == 0
     restarted = lab.kaudit("start", str(CONNECT_ID))

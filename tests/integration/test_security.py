@@ -455,7 +455,7 @@ def test_a_connect_worker_on_the_secured_lab_runs_a_sink_over_sasl_ssl(
 
     from kaudit.lab.connect import CONNECT_ID
     from kaudit.lab.state import LabState
-    from tests.connect import start_connector, wait_until
+    from tests.connect import jdbc_sink, start_connector, wait_until
     from tests.integration.test_pipeline_jdbc import rows_in, value
 
     up = run_kaudit("lab", "up", "--connect", "--state-dir", str(sasl_lab.state_dir),
@@ -475,13 +475,9 @@ def test_a_connect_worker_on_the_secured_lab_runs_a_sink_over_sasl_ssl(
     for i in range(20):
         producer.produce(topic, key=str(i), value=value(i))
     assert producer.flush(60) == 0
-    start_connector(node, f"jdbc-{table}", {
-        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
-        "topics": topic, "connection.url": postgres.jdbc_url,
-        "connection.username": postgres.user, "connection.password": postgres.password,
-        "insert.mode": "insert", "primary.key.mode": "none", "schema.evolution": "basic",
-        "collection.name.format": table,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "true"})
+    start_connector(node, f"jdbc-{table}", jdbc_sink(
+        postgres, topic, table, **{"insert.mode": "insert", "primary.key.mode": "none",
+                                   "key.converter": "org.apache.kafka.connect.storage."
+                                                    "StringConverter",
+                                   "value.converter.schemas.enable": "true"}))
     wait_until(lambda: rows_in(postgres, table) == 20, 120, f"20 rows in {table}")
