@@ -149,6 +149,7 @@ def lab_up(
     (worker settings, maybe none) adds a Kafka Connect worker if the lab has none."""
     with locked(state_dir):
         existing = None
+        live: list[LabNode] = []
         with contextlib.suppress(LabStateError):
             existing = LabState.load(state_dir)
         if existing is not None:
@@ -200,7 +201,8 @@ def lab_up(
             if state.security != sec.Security.plaintext:
                 sec.grant_user_acls(_lab_client_config(state), timeout=30)
         except BaseException:
-            stop_nodes(state.nodes, signal.SIGKILL, wait_s=10)
+            # What this call started goes; a running lab a worker was added to stays up.
+            stop_nodes([n for n in state.nodes if n not in live], signal.SIGKILL, wait_s=10)
             state.save()
             raise
         return state
