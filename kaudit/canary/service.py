@@ -364,9 +364,13 @@ class Canary:
         p, duration = self.settings.producer, self.settings.duration
 
         def trigger() -> bool:
+            # As probe's faults do, wait for partition 0's first acknowledged write too:
+            # on a slow cluster a new topic can take seconds to take writes, and a fault
+            # aimed at partition 0 before then meets a leader with nothing to lose.
             elapsed = time.monotonic() - self.started
+            book = self.books.get(0)
             return fault_at_reached(p.fault_at, elapsed / duration if duration else 0.0,
-                                    elapsed)
+                                    elapsed) and book is not None and book.counts["acked"] > 0
 
         injector = FaultInjector(
             list(p.faults), trigger,

@@ -39,7 +39,8 @@ FaultLabStateDir = Annotated[Path | None, typer.Option(
 """``--lab-state-dir`` of probe and probe consume (lab faults)."""
 FaultAt = Annotated[str, typer.Option(
     metavar="SECONDS|PCT%", rich_help_panel="Faults",
-    help="When to inject: seconds from the start, or a share of the run (40%).")]
+    help="When to inject: seconds from the start, or a share of the run (40%); never "
+         "before partition 0's first acknowledged write.")]
 """``--fault-at`` of probe and canary (each with its own default)."""
 FaultDuration = Annotated[float, typer.Option(
     min=0.0, metavar="SECONDS", rich_help_panel="Faults",
