@@ -266,14 +266,14 @@ def local_spark() -> Iterator[Any]:
     """One local Spark, started as `kaudit reconcile` starts its own (same jars and settings),
     for the whole run: in-process reconcile runs (:func:`run_in_process`) use it instead of
     paying a driver's start-up each, as kaudit uses a session its process already runs."""
-    from kaudit.reconcile.spark import connector_jars, start_session
+    from kaudit.reconcile.spark import connector_jars, start_session, stop_session
 
     # With Iceberg's runtime: the Iceberg sink's tests read a table through this session.
     spark = start_session("local[*]", connector_jars(iceberg=True, avro=True))
     try:
         yield spark
     finally:
-        spark.stop()
+        stop_session(spark)
 
 
 @functools.cache

@@ -107,7 +107,7 @@ class Demo:
         self.step(f"reconcile: {ORDER_COUNT} orders to {ORDERS_TOPIC}, a Parquet sink with "
                   "injected faults")
         from kaudit.reconcile.request import ReconcileRequest
-        from kaudit.reconcile.spark import begin_session, connector_jars
+        from kaudit.reconcile.spark import begin_session, connector_jars, stop_session
 
         # One Spark driver writes the sink and runs the reconcile (which uses the session it
         # finds running on its master): its JVM starts while the orders are produced.
@@ -125,7 +125,7 @@ class Demo:
                       "minute)")
             result, reconcile_json = self.reconcile(conn, sink, ranges)
         finally:
-            spark.stop()
+            stop_session(spark)
 
         reports = DemoReports(
             directory=self.directory, policy=policy, check_json=check_json,

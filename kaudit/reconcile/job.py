@@ -212,6 +212,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
         connector_jars,
         quiet_pyspark_errors,
         running_session,
+        stop_session,
     )
 
     started = time.monotonic()
@@ -243,7 +244,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
         return _compare_and_report(conn, request, spark, sink_spec, ranges, started)
     finally:
         if owned:
-            spark.stop()
+            stop_session(spark)
 
 
 def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spark: Any,
