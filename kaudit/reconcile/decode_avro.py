@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kaudit.reconcile.avro_schemas import never_null_fields, record_fields
+from kaudit.reconcile.avro_schemas import field_paths, never_null_fields, record_fields
 from kaudit.reconcile.classes import KEY_PROBLEM, UNDECODABLE
 from kaudit.reconcile.request import ReconcileRequest
 
@@ -90,6 +90,43 @@ def decode_key(raw: Any, request: ReconcileRequest) -> Any:
         F.lit("the key: "), problem, F.lit("; the key starts "),
         F.lower(F.hex(F.substring(key, 1, SAMPLE_BYTES)))))).withColumn(
         "key", F.when(key.isNotNull() & problem.isNull(), text)).drop("_k")
+
+
+def avro_events(spark: Any, request: ReconcileRequest,
+                values: dict[tuple[int, int], bytes | None]) -> dict[tuple[int, int], Any]:
+    """What a sample shows of the Avro change event at each (partition, offset) (see
+    :func:`~kaudit.reconcile.envelope.event_context`), decoded in Spark as the topic was;
+    None for a value that is not a decodable event."""
+    from pyspark.sql import functions as F
+
+    schemas = request.avro
+    if schemas is None:
+        raise ValueError("Avro events need the writer schemas (request.avro)")
+    paths = field_paths(schemas.reader.schema)
+
+    def field(name: str) -> Any:
+        return _field(name) if name in paths else F.lit(None)
+
+    framing = _framed if request.value_format == "avro" else _plain
+    decoded, reason = framing(F.col("value"), schemas)
+    data = [(p, o, v) for (p, o), v in values.items()]
+    frame = spark.createDataFrame(data, "partition int, offset long, value binary") \
+        .withColumn("v", decoded).withColumn("_reason", reason)
+    picked = frame.select("partition", "offset", F.col("_reason").isNull().alias("ok"),
+                          field("op").alias("op"), field("ts_ms").alias("ts_ms"),
+                          field("source.ts_ms").alias("source_ts_ms"),
+                          field("transaction").alias("transaction"))
+    events: dict[tuple[int, int], Any] = {}
+    for row in picked.collect():
+        event = None
+        if row["ok"] and row["op"] is not None:
+            transaction = row["transaction"]
+            event = {"op": row["op"], "ts_ms": row["ts_ms"],
+                     "source_ts_ms": row["source_ts_ms"],
+                     "transaction": transaction.asDict(recursive=True)
+                     if hasattr(transaction, "asDict") else transaction}
+        events[(row["partition"], row["offset"])] = event
+    return events
 
 
 def _debezium(frame: Any) -> tuple[Any, Any]:

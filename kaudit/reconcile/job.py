@@ -18,6 +18,7 @@ from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import field_paths as field_paths_of_avro
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic, joined_key
+from kaudit.reconcile.decode_avro import avro_events
 from kaudit.reconcile.envelope import check_events, connect_rows, event_context
 from kaudit.reconcile.infer import field_paths
 from kaudit.reconcile.request import ReconcileRequest, ReconcileResult
@@ -303,8 +304,8 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     sink_rows = comparison.sink_rows()
     output_files = _write_discrepancies(comparison.discrepancies, request)
     samples = comparison.samples(request.samples)
-    if request.envelope == "debezium" and request.value_format == "json":
-        add_events(conn, request, samples)
+    if request.envelope == "debezium":
+        add_events(conn, request, samples, spark)
     result = ReconcileResult(
         request=request, sink=sink_spec, ranges=ranges, topic_records=topic_records,
         sink_rows=sink_rows, counts=counts, by_partition=comparison.counts_by_partition(),
@@ -315,19 +316,24 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
 
 
 def add_events(conn: ConnectionSettings, request: ReconcileRequest,
-               samples: dict[str, list[dict[str, Any]]]) -> None:
+               samples: dict[str, list[dict[str, Any]]], spark: Any) -> None:
     """Each sample of a Debezium topic gets the change event behind it (``event``: op,
     ts_ms, the source's ts_ms, transaction), read on the driver at its partition and
     offset (a row kept after its delete points at the delete); a sample with no topic
-    record (a row the topic never had) gets none."""
+    record (a row the topic never had) gets none. Avro events are decoded in Spark, by the
+    decoder that read the topic."""
     places = {(s["partition"], s["offset"]) for rows in samples.values() for s in rows
               if s.get("partition") is not None and s.get("offset") is not None}
     found = values_at(conn, request.topic, places, request.read_committed) if places else {}
+    if request.avro is not None:
+        events = avro_events(spark, request, found) if found else {}
+    else:
+        events = {place: event_context(value) for place, value in found.items()}
     for rows in samples.values():
         for sample in rows:
             partition, offset = sample.get("partition"), sample.get("offset")
             sample["event"] = None if partition is None or offset is None \
-                else event_context(found.get((partition, offset)))
+                else events.get((partition, offset))
 
 
 #: Rows per partition of the one shuffle that keep a task's hash aggregation and hash

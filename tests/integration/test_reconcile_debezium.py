@@ -161,3 +161,62 @@ def test_an_event_without_op_is_exit_2_when_sampled_and_undecodable_when_not(
     finally:
         admin(lab).delete_topics([name])
 
+
+
+ROW_SCHEMA = {"type": "record", "name": "Value", "namespace": "shop.public.orders",
+              "fields": [{"name": "id", "type": "long"}, {"name": "status", "type": "string"},
+                         {"name": "amount", "type": "double"}]}
+ENVELOPE_SCHEMA = {
+    "type": "record", "name": "Envelope", "namespace": "shop.public.orders",
+    "fields": [
+        {"name": "before", "type": ["null", ROW_SCHEMA], "default": None},
+        {"name": "after", "type": ["null", "Value"], "default": None},
+        {"name": "source", "type": {"type": "record", "name": "Source", "fields": [
+            {"name": "connector", "type": "string"}, {"name": "db", "type": "string"},
+            {"name": "table", "type": "string"}, {"name": "lsn", "type": "long"},
+            {"name": "ts_ms", "type": "long"}]}},
+        {"name": "op", "type": "string"},
+        {"name": "ts_ms", "type": ["null", "long"], "default": None},
+        {"name": "transaction", "default": None, "type": ["null", {
+            "type": "record", "name": "block", "namespace": "event", "fields": [
+                {"name": "id", "type": "string"}, {"name": "total_order", "type": "long"},
+                {"name": "data_collection_order", "type": "long"}]}]}]}
+"""Debezium's Avro envelope for the same table (what its Avro converter registers)."""
+
+
+def test_avro_events_are_reconciled_alike_and_their_samples_show_the_event(
+        lab: Lab, postgres: Postgres, sink_table: str, tmp_path: Path) -> None:
+    """The same change events in Confluent-framed Avro (written with fastavro): the same
+    verdict against the same table, and each sample's event decoded in Spark."""
+    from tests.unit.reconcile.test_decode_avro import framed
+
+    keys, texts = events()
+    values = [None if text is None else framed(
+        12, ENVELOPE_SCHEMA, json.loads(text).get("payload", json.loads(text)))
+        for text in texts]
+    name = f"cdc-orders-avro-{uuid.uuid4().hex[:6]}"
+    produce(lab, name, values, keys)  # type: ignore[arg-type]
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    (schemas / "12.avsc").write_text(json.dumps(ENVELOPE_SCHEMA))
+    try:
+        code, doc, stderr = reconcile(
+            lab, "--topic", name, "--envelope", "debezium", "--value-format", "avro",
+            "--value-schema", str(schemas), "--key", "id", "--compare", "status,amount",
+            "--samples", "10", *sink_args(postgres, sink_table, tmp_path))
+    finally:
+        admin(lab).delete_topics([name])
+    assert code == 1, stderr
+    counts = doc["counts"]
+    assert (counts["missing_in_sink"], counts["extra_in_sink"], counts["mismatched"],
+            counts["undecodable"]) == (len(MISSING), len(EXTRA | KEPT_DELETED),
+                                       2 * len(STALE), 0), counts
+    assert keys_of(doc, "mismatched") == STALE
+    for sample in doc["samples"]["mismatched"]:
+        i = int(sample["key"])
+        assert sample["event"] == {"op": "u", "ts_ms": 1_700_000_000_000 + i,
+                                   "source_ts_ms": 1_699_999_999_000 + i,
+                                   "transaction": transaction(i)}, sample
+    extra = {int(s["key"]): s["event"] for s in doc["samples"]["extra_in_sink"]}
+    assert extra[1000] is None
+    assert [extra[i]["op"] for i in KEPT_DELETED] == ["d"] * len(KEPT_DELETED), extra

@@ -33,7 +33,17 @@ ENVELOPE = {"type": "record", "name": "Envelope", "namespace": "shop.public.read
             "fields": [{"name": "before", "type": ["null", ROW], "default": None},
                        {"name": "after", "type": ["null", "Value"], "default": None},
                        {"name": "op", "type": "string"},
-                       {"name": "ts_ms", "type": ["null", "long"], "default": None}]}
+                       {"name": "ts_ms", "type": ["null", "long"], "default": None},
+                       {"name": "source", "default": None, "type": ["null", {
+                           "type": "record", "name": "Source", "fields": [
+                               {"name": "table", "type": "string"},
+                               {"name": "ts_ms", "type": "long"}]}]},
+                       {"name": "transaction", "default": None, "type": ["null", {
+                           "type": "record", "name": "Block",
+                           "namespace": "event", "fields": [
+                               {"name": "id", "type": "string"},
+                               {"name": "total_order", "type": "long"},
+                               {"name": "data_collection_order", "type": "long"}]}]}]}
 
 
 def body(schema: Any, record: dict[str, Any]) -> bytes:
@@ -73,6 +83,8 @@ def reconcile(spark: SparkSession, tmp_path: Path, value_format: str, values: li
     request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",
                                compare=compare, value_format=value_format,  # type: ignore
                                avro=avro, envelope=envelope, mode=mode)  # type: ignore
+    if not sink_rows:
+        return request
     sink = spark.createDataFrame(sink_rows, "id long, value double, unit string")
     topic = decode_topic(raw(spark, values), request, {})
     topic, sink = hashed(topic, shape_sink(sink, request), list(compare))
@@ -133,6 +145,29 @@ def test_debezium_events_in_avro_leave_each_keys_final_row(spark: SparkSession,
     assert ("extra_in_sink", "3") in found
     [bad] = [r for r in rows(result) if r[0] == "undecodable"]
     assert bad[6] == "op" and bad[7].startswith("op x: not a Debezium change event")
+
+
+def test_a_samples_avro_change_event_is_decoded_in_spark_as_the_topic_was(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """What a Debezium sample shows of its event (op, ts_ms, the source's ts_ms and the
+    transaction), from the raw value read at its place; None where there is no event."""
+    from kaudit.reconcile.decode_avro import avro_events
+
+    request = reconcile(spark, tmp_path, "avro", [], [], envelope="debezium")
+    update = framed(5, ENVELOPE, {
+        "before": {"id": 2, "value": 2.0}, "after": {"id": 2, "value": 2.5}, "op": "u",
+        "ts_ms": 1_700_000_000_002, "source": {"table": "readings", "ts_ms": 1_699_999_999_002},
+        "transaction": {"id": "571:53002", "total_order": 3, "data_collection_order": 1}})
+    create = framed(5, ENVELOPE, {"before": None, "after": {"id": 1, "value": 1.0},
+                                  "op": "c", "ts_ms": None})
+    events = avro_events(spark, request, {(0, 7): update, (1, 3): create, (1, 4): None,
+                                          (2, 0): b"\x05garbage"})
+    assert events == {
+        (0, 7): {"op": "u", "ts_ms": 1_700_000_000_002, "source_ts_ms": 1_699_999_999_002,
+                 "transaction": {"id": "571:53002", "total_order": 3,
+                                 "data_collection_order": 1}},
+        (1, 3): {"op": "c", "ts_ms": None, "source_ts_ms": None, "transaction": None},
+        (1, 4): None, (2, 0): None}
 
 
 def test_an_avro_key_is_matched_as_its_text_and_one_that_does_not_decode_says_why(
