@@ -248,7 +248,11 @@ def begin_session(master: str, jars: list[str] | None) -> StartingSession:
     # a class archive: the driver starts seconds sooner. Executors get no archive option.
     # A JVM that crashes goes on writing its hs_err file in the cache, not the user's cwd.
     java_opts += f" -XX:ErrorFile={log_root / 'hs_err_pid%p.log'}"
-    _archive = archive = ClassArchive("spark-driver", java, [spark_version(), *_gc_options()])
+    import pyspark
+
+    # The archive holds classes of pyspark's own jars: another installation needs its own.
+    signature = [spark_version(), str(Path(pyspark.__file__).parent), *_gc_options()]
+    _archive = archive = ClassArchive("spark-driver", java, signature)
     archive_opts = archive.options()
     driver_opts = " ".join([java_opts, *archive_opts])
     from pyspark import SparkConf

@@ -45,8 +45,10 @@ def test_a_class_archive_the_driver_cannot_start_with_is_dropped_and_it_starts_w
 
     monkeypatch.setenv("KAUDIT_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(session, "_archive", None)  # restored after: a suite's session's
-    archive = ClassArchive("spark-driver", find_java(),
-                           [session.spark_version(), *_gc_options()])
+    import pyspark
+
+    archive = ClassArchive("spark-driver", find_java(), [
+        session.spark_version(), str(Path(pyspark.__file__).parent), *_gc_options()])
     archive.path.parent.mkdir(parents=True)
     archive.path.write_bytes(b"not an archive")
     starts: list[str] = []
