@@ -38,7 +38,7 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("KAUDIT_CACHE_DIR",
      "Where kaudit keeps the jars it resolves from Maven Central (Kafka's, Spark's "
      "connectors), Spark's logs and the Spark driver's class archive (`jvm-archives/`, "
-     "about 140 MB: written by the first driver as it exits, it starts later ones about "
+     "140-170 MB: written by the first driver as it exits, it starts later ones about "
      "3 s sooner; `-Xshare:off` in `JAVA_TOOL_OPTIONS` does without it), instead of "
      "`~/.cache/kaudit`."),
     ("KAUDIT_POLICIES_DIR",
