@@ -389,8 +389,20 @@ class AdminSession:
                 for key, error in errors.items():
                     failed[key] = kafka_message(error) or error.__class__.__name__
                 break
+            if any("leaders" in str(e) for e in errors.values()):
+                self._refresh_metadata({t for t, _ in pending})
             time.sleep(0.3)
         return found
+
+    def _refresh_metadata(self, topics: set[str]) -> None:
+        """Ask for these topics' metadata again. librdkafka finds a ListOffsets request's
+        leaders in its metadata cache ("No leaders found" when it has none): right after a
+        topic's creation or a broker's restart that entry can stay empty for the whole
+        wait (CI saw one for 10 s, the partitions long led), until metadata is asked."""
+        for topic in sorted(topics):
+            # A failure here is left to the next ListOffsets try to say.
+            with contextlib.suppress(Exception):
+                self.admin.list_topics(topic=topic, timeout=min(self.settings.timeout, 5))
 
     def record_times(self, positions: dict[tuple[str, int], int],
                      within: float) -> dict[tuple[str, int], int | None]:

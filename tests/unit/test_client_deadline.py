@@ -133,3 +133,39 @@ def test_kaudits_own_reads_try_a_lost_broker_again_within_a_second() -> None:
         config = client_module.admin_config(mine, collector)
         assert config[key] == "2000" and len([k for k in config if "backoff" in k]) == 1
         assert AdminSession(mine).admin is not None  # librdkafka takes it
+
+
+class LeaderlessUntilAskedAdmin:
+    """librdkafka's ListOffsets as CI saw it: "No leaders found" for a topic whose leaders
+    its metadata cache does not hold, until its metadata is asked for."""
+
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+        self.asked: list[str] = []
+
+    def list_topics(self, topic: str, timeout: float) -> None:
+        self.asked.append(topic)
+        self.known.add(topic)
+
+    def list_offsets(self, wanted: dict[Any, Any], **_: Any) -> dict[Any, Any]:
+        from concurrent.futures import Future
+
+        answers = {}
+        for tp in wanted:
+            future: Future[Any] = Future()
+            if tp.topic in self.known:
+                future.set_result(SimpleNamespace(offset=42))
+            else:
+                future.set_exception(KafkaException(KafkaError(
+                    KafkaError.LEADER_NOT_AVAILABLE,
+                    "Failed to query partition leaders: No leaders found")))
+            answers[tp] = future
+        return answers
+
+
+def test_offsets_without_leaders_in_the_clients_cache_ask_for_metadata_again() -> None:
+    admin = LeaderlessUntilAskedAdmin()
+    session = AdminSession(ConnectionSettings("127.0.0.1:1", timeout=10))
+    session.admin = cast(Any, admin)
+    assert session.list_offsets("orders", [0, 1], "latest") == {0: 42, 1: 42}
+    assert admin.asked == ["orders"]  # once, for both partitions
