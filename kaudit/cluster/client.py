@@ -1,14 +1,11 @@
 """The one door to Kafka: every client kaudit opens is built here.
 
-Admin, producer and consumer clients come from :class:`ConnectionSettings`
-(:func:`new_admin`, :func:`new_producer`, :func:`new_consumer`, :class:`AdminSession`);
-Spark's Kafka source gets the same settings as Java client options
-(:func:`java_client_options`). Nothing else in kaudit imports ``confluent_kafka``: the
-few of its types other modules need (``KafkaException``, ``TopicPartition``...) are
-handed out by this module, imported on first use so that ``--help`` stays fast.
-
-Every error librdkafka reports is collected, so that a call that times out says *why*
-(refused, authentication, TLS) in one line instead of a bare timeout.
+Admin, producer and consumer clients come from :class:`ConnectionSettings` (:func:`new_admin`,
+:func:`new_producer`, :func:`new_consumer`, :class:`AdminSession`); Spark's Kafka source
+gets the same settings as Java client options (:func:`java_client_options`). Nothing else
+imports ``confluent_kafka``: the few of its types other modules need are handed out here,
+imported on first use so that ``--help`` stays fast. Every error librdkafka reports is
+collected, so that a call that times out says *why* (refused, authentication, TLS).
 """
 
 from __future__ import annotations
@@ -380,29 +377,20 @@ class AdminSession:
             if not pending:
                 break
             # Right after a broker restart, leaders and their epochs can be briefly out of
-            # step (UNKNOWN_LEADER_EPOCH, NOT_LEADER...; librdkafka does not flag these admin
-            # errors retriable): ask again until the deadline. Bad credentials are not cured
-            # by asking again.
+            # step (UNKNOWN_LEADER_EPOCH, NOT_LEADER...; librdkafka does not flag these
+            # retriable): ask again until the deadline. Bad credentials stay bad.
             if self.collector.fatal() or self.gives_up(deadline):
                 if failed is None or self.collector.fatal():
                     raise self.unreachable(next(iter(errors.values()))) from None
                 for key, error in errors.items():
                     failed[key] = kafka_message(error) or error.__class__.__name__
                 break
-            if any("leaders" in str(e) for e in errors.values()):
-                self._refresh_metadata({t for t, _ in pending})
+            # "No leaders found": librdkafka's cache lacks them until metadata is asked.
+            for topic in {t for (t, _), e in errors.items() if "leaders" in str(e)}:
+                with contextlib.suppress(Exception):  # the next try says what is wrong
+                    self.admin.list_topics(topic=topic, timeout=min(self.settings.timeout, 5))
             time.sleep(0.3)
         return found
-
-    def _refresh_metadata(self, topics: set[str]) -> None:
-        """Ask for these topics' metadata again. librdkafka finds a ListOffsets request's
-        leaders in its metadata cache ("No leaders found" when it has none): right after a
-        topic's creation or a broker's restart that entry can stay empty for the whole
-        wait (CI saw one for 10 s, the partitions long led), until metadata is asked."""
-        for topic in sorted(topics):
-            # A failure here is left to the next ListOffsets try to say.
-            with contextlib.suppress(Exception):
-                self.admin.list_topics(topic=topic, timeout=min(self.settings.timeout, 5))
 
     def record_times(self, positions: dict[tuple[str, int], int],
                      within: float) -> dict[tuple[str, int], int | None]:
