@@ -162,14 +162,20 @@ def stop_session(spark: Any, wait_s: float = 120.0) -> None:
         return
     from pyspark import SparkContext
 
-    gateway.shutdown()
     SparkContext._gateway = SparkContext._jvm = None  # a later session starts a new JVM
-    proc.terminate()
+    archive.publish(_end_jvm(gateway, wait_s))
+
+
+def _end_jvm(gateway: Any, wait_s: float | None = None) -> int | None:
+    """Shut a driver JVM's gateway down and end the JVM; its exit code, or None when it
+    had not exited within ``wait_s`` (it is then killed)."""
+    gateway.shutdown()
+    gateway.proc.terminate()
     try:
-        archive.publish(proc.wait(wait_s))
+        return int(gateway.proc.wait(wait_s))
     except Exception:  # subprocess.TimeoutExpired: a JVM stuck in its exit
-        proc.kill()
-        archive.publish(None)
+        gateway.proc.kill()
+        return None
 
 
 class StartingSession:
@@ -209,9 +215,7 @@ class StartingSession:
             gateway = self._launching.result()
         except Exception:  # it did not start: nothing to stop
             return
-        gateway.shutdown()
-        gateway.proc.terminate()
-        gateway.proc.wait()
+        _end_jvm(gateway)
 
 
 #: The class archive of the driver JVM this process started (see :func:`stop_session`).
@@ -243,15 +247,16 @@ def begin_session(master: str, jars: list[str] | None) -> StartingSession:
     log_root.mkdir(parents=True, exist_ok=True)
     config = log_root / "log4j2.properties"
     config.write_text(_LOG4J2.format(log=log_root / "spark.log"), encoding="utf-8")
-    java_opts = " ".join([f"-Dlog4j2.configurationFile=file:{config}", *_gc_options()])
-    # The driver's own classes (Spark's jars, not the connectors Spark loads itself) from
-    # a class archive: the driver starts seconds sooner. Executors get no archive option.
-    # A JVM that crashes goes on writing its hs_err file in the cache, not the user's cwd.
-    java_opts += f" -XX:ErrorFile={log_root / 'hs_err_pid%p.log'}"
+    gc = _gc_options()
+    # A JVM that crashes writes its hs_err file in the cache, not the user's cwd.
+    java_opts = " ".join([f"-Dlog4j2.configurationFile=file:{config}", *gc,
+                          f"-XX:ErrorFile={log_root / 'hs_err_pid%p.log'}"])
     import pyspark
 
+    # The driver's own classes (Spark's jars, not the connectors Spark loads itself) from
+    # a class archive: the driver starts seconds sooner. Executors get no archive option.
     # The archive holds classes of pyspark's own jars: another installation needs its own.
-    signature = [spark_version(), str(Path(pyspark.__file__).parent), *_gc_options()]
+    signature = [spark_version(), str(Path(pyspark.__file__).parent), *gc]
     _archive = archive = ClassArchive("spark-driver", java, signature)
     archive_opts = archive.options()
     driver_opts = " ".join([java_opts, *archive_opts])
