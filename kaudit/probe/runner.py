@@ -174,7 +174,9 @@ class ProbeRun:
             return tracker.trigger() and self.ledger.partition_counts(first)["acked"] > 0
 
         targets = Targets(lambda: partition_roles(self.session, self.topic), restart=restart,
-                          transactional=s.transactional)
+                          transactional=s.transactional,
+                          committed=lambda: self.session.list_offsets(self.topic, [0],
+                                                                      "latest")[0])
         injector = FaultInjector(list(s.faults), trigger, s.fault_duration, self.log,
                                  lab_for(s.faults, s.lab_state_dir), targets,
                                  settle_s=self.conn.timeout)

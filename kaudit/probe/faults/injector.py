@@ -37,6 +37,8 @@ RESTART_FREEZE_S = 2.0
 """``restart-producer`` without transactions: how long partition 0's followers are frozen
 before the old session is dropped, so that it has batches the leader appended and never
 acknowledged (acks=all waits for the followers)."""
+COPIED_WAIT_S = 10.0
+"""``lag-then-kill-leader``: how long it waits for the followers to hold a record first."""
 COORDINATOR_WAIT_S = 30.0
 """How long ``kill-coordinator`` keeps asking for the group's coordinator: right after a
 worker's crash or a rebalance the lookup can time out, or find the group's state still
@@ -90,6 +92,8 @@ class Targets:
     reader: ReaderStall | None = None
     """The canary reader's side of ``stall-reader``."""
     transactional: bool = False
+    committed: Callable[[], int] | None = None
+    """Partition 0's high watermark: how much of it the in-sync followers hold."""
 
 
 class FaultInjector(threading.Thread):
@@ -213,6 +217,7 @@ class FaultInjector(threading.Thread):
 
     def _lag_then_kill(self, fault: FaultSpec) -> None:
         lab, seconds = self._lab(), float(fault.argument or 0)
+        self._wait_for_a_copied_record()
         leader, followers = self.targets.partition_roles()
         with self._frozen(lab, followers, fault.kind) as frozen:
             self.log.add("fault", f"SIGSTOP followers {_ids(frozen)} "
@@ -221,6 +226,16 @@ class FaultInjector(threading.Thread):
             lab.kill(leader, "KILL")
             self.log.add("fault", f"SIGKILL leader {leader}", 0)
             self._add_heal(f"broker {leader} restarted", lambda: lab.start(leader))
+
+    def _wait_for_a_copied_record(self) -> None:
+        """Until the followers hold a record of partition 0 (bounded): a record kept below
+        the ones the leader then takes alone places their loss in the log's epochs."""
+        committed, deadline = self.targets.committed, Deadline(COPIED_WAIT_S)
+        while committed is not None and not deadline.expired() and not self._cancel.is_set():
+            with contextlib.suppress(Exception):  # a slow answer: ask again
+                if committed() > 0:
+                    return
+            time.sleep(0.2)
 
     def _lose_responses(self, fault: FaultSpec) -> None:
         _, followers = self.targets.partition_roles()
