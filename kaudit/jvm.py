@@ -10,13 +10,14 @@ second run needs no network and a failed download leaves nothing half-done.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from kaudit.errors import RuntimeUnavailable
@@ -91,6 +92,27 @@ def resolve_jars(name: str, artifacts: Sequence[Artifact], *, what: str,
         raise RuntimeUnavailable(f"Maven (mvn) not found, needed to fetch {what}: install it "
                                  "(apt-get install maven) or give the jars yourself")
     root.mkdir(parents=True, exist_ok=True)
+    # Two kaudit processes that need the same jars at once (two CI jobs on a fresh runner)
+    # would share one staging folder: the second waits for the first and uses its jars.
+    with _exclusive(root / ".lock"):
+        if any(libs.glob(marker)):
+            return libs
+        return _resolve_into(name, mvn, artifacts, what=what, progress=progress,
+                             exclude=exclude)
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if missing) for the block."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed
+        yield
+
+
+def _resolve_into(name: str, mvn: str, artifacts: Sequence[Artifact], *, what: str,
+                  progress: bool, exclude: Sequence[str]) -> Path:
+    root = cache_dir() / name
+    libs = root / "libs"
     (root / "pom.xml").write_text(_pom(name.replace("/", "-"), artifacts), encoding="utf-8")
     staging = root / "libs.partial"
     shutil.rmtree(staging, ignore_errors=True)
