@@ -133,23 +133,30 @@ def events_of(path: Path) -> list[dict[str, Any]]:
 
 
 def gaps_in_log(lab: Lab, topic: str) -> dict[int, int]:
-    """Per partition, the sequences missing below the highest one in the log: read by a
-    consumer of our own, not by kaudit."""
+    """Per partition, the sequences missing below the highest one in the log up to its high
+    watermark when asked (a canary may still be writing: a read to the end would chase it):
+    read by a consumer of our own, not by kaudit."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": uuid.uuid4().hex,
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     try:
         parts = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in parts}
+        pending = {p for p in parts if ends[p] > 0}
+        consumer.assign([TopicPartition(topic, p, 0) for p in pending])
         seqs: dict[int, set[int]] = {p: set() for p in parts}
-        at_end: set[int] = set()
-        while len(at_end) < len(parts):
-            for msg in consumer.consume(1000, 5):
-                if msg.error() is not None:
-                    at_end.add(msg.partition())
-                elif (record := decode(msg.value())) is not None:
+        deadline = time.monotonic() + 120
+        while pending:
+            assert time.monotonic() < deadline, f"{topic}: not read up to {ends} in 120 s"
+            for msg in consumer.consume(1000, 1):
+                if msg.error() is not None or msg.partition() not in pending:
+                    continue
+                if (record := decode(msg.value())) is not None:
                     seqs[msg.partition()].add(record.partition_seq)
+                if msg.offset() + 1 >= ends[msg.partition()]:
+                    pending.discard(msg.partition())
     finally:
         consumer.close()
     return {p: (max(s) + 1 - len(s)) if s else 0 for p, s in seqs.items()}
