@@ -165,13 +165,15 @@ class Canary:
         conf = p.producer_config() | {"on_delivery": self._on_delivery}
         if p.transactional:
             conf["transactional.id"] = f"kaudit-canary-{self.run_id.hex()}"
-        producer = self._new_producer(conf, collector)
+        self._restart_producer: Callable[[], Any] = \
+            lambda: self._new_producer(conf, collector)
+        producer = self._restart_producer()
         consumer = new_consumer(self.conn, None, **{
             "group.id": f"kaudit-canary-{self.run_id.hex()}", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50,
             "isolation.level": "read_committed"})
         if p.transactional:
-            self.txn = Transactions(producer, lambda: self._new_producer(conf, collector),
+            self.txn = Transactions(producer, self._restart_producer,
                                     p.txn_size, p.abort_ratio, TXN_CALL_S,
                                     self._transaction_ended, self.notes.append)
         if s.events is not None:
@@ -204,6 +206,20 @@ class Canary:
             init_transactions(producer, self.conn, collector)
         return producer
 
+    def _serve(self, producer: Any, timeout: float = 0) -> Any:
+        """Serve the delivery reports; returns the producer to go on with. librdkafka raises
+        a fatal error from poll, not through error_cb: a new producer takes over."""
+        if self.txn is not None:
+            self.txn.serve(timeout)
+            return self.txn.producer
+        try:
+            producer.poll(timeout)
+        except client.KafkaException as exc:
+            self.notes.append(f"producer failed: {client.kafka_message(exc)}; "
+                              "a new one took over")
+            return self._restart_producer()
+        return producer
+
     def _transaction_ended(self, members: list[tuple[int, int]], aborted: bool) -> None:
         """An aborted transaction's records are never to be read; those of a commit with
         no known outcome are indeterminate."""
@@ -232,10 +248,11 @@ class Canary:
                 part = order[sent % len(order)]
                 # No send while a commit is pending: the record is skipped, not queued.
                 if self.txn is None or self.txn.can_send(now):
+                    producer = self.txn.producer if self.txn is not None else producer
                     self._send(producer, encode, part, sent)
                 sent += 1
                 next_send += interval
-            producer.poll(0)
+            producer = self._serve(producer)
             self._hold_reader(consumer)
             self._read(consumer, timeout=min(0.05, max(TICK_S, next_send - time.monotonic())))
             if now >= next_house:
@@ -348,7 +365,7 @@ class Canary:
         declared, within ``drain_s``."""
         deadline = Deadline(self.settings.drain_s)
         while len(producer) and not deadline.expired():
-            producer.poll(0.1)
+            producer = self._serve(producer, 0.1)
             self._read(consumer, 0)
         while not deadline.expired():
             self._hold_reader(consumer)
@@ -356,7 +373,7 @@ class Canary:
             self._settle(time.monotonic())
             if not any(b.unsettled()["acked_unread"] for b in self.books.values()):
                 break
-        producer.flush(0)
+        self._serve(producer)
 
     # --- faults and events -------------------------------------------------------------
 

@@ -12,7 +12,9 @@ A transaction ends in one of three ways, and the books are told which:
 A commit that times out is retried on the next turn, and no record is sent meanwhile (the
 producer may not send while a commit is pending): the canary's produce availability says so.
 A fatal error ends the producer's session: a new one is started with the same
-transactional id, which fences the old one and aborts what it left open.
+transactional id, which fences the old one and aborts what it left open. librdkafka raises
+a fatal error from ``poll`` too (a commit that failed fatally raises it there once more, and
+one can arrive between calls), so the delivery reports are served here, by :meth:`serve`.
 """
 
 from __future__ import annotations
@@ -104,15 +106,35 @@ class Transactions:
         self.aborted_on_purpose += 1 if on_purpose else 0
         self._done(aborted=action == "abort")
 
+    def serve(self, timeout: float = 0) -> None:
+        """Serve the producer's delivery reports; a fatal error raised there ends the
+        session (the open transaction's outcome is then unknown)."""
+        err = self._reports(timeout)
+        if err is not None and not self.broken:
+            self._failed("session", err)
+
+    def _reports(self, timeout: float = 0) -> Any | None:
+        """Serve the delivery reports: the fatal error librdkafka raised instead, if any."""
+        try:
+            self.producer.poll(timeout)
+        except client.KafkaException as exc:
+            if not exc.args or not exc.args[0].fatal():
+                raise  # poll raises nothing else: a bug, not an outcome
+            return exc.args[0]
+        return None
+
     def _failed(self, action: str, err: Any) -> None:
         """An error no retry fixes: the open transaction's outcome is unknown, and a fatal
         one ends the session."""
-        self._note(f"transaction {action} failed: {err.str()}")
+        self._note(f"transactional producer failed: {err.str()}" if action == "session"
+                   else f"transaction {action} failed: {err.str()}")
+        ends_session = err.fatal() or action != "begin"
+        # Set first: the reports served below may raise the same fatal error again.
+        self.broken = self.broken or ends_session
         if self.opened_at is not None:
             self._done(aborted=None)
         self.ending = None
-        if err.fatal() or action != "begin":
-            self.broken = True
+        if ends_session:
             self._new_session()
 
     def _new_session(self) -> None:
@@ -125,9 +147,11 @@ class Transactions:
 
     def _done(self, aborted: bool | None) -> None:
         """Tell the books: committed (None is "no known outcome")."""
-        self.producer.poll(0)  # the delivery reports of the ended transaction come first
+        err = self._reports()  # the delivery reports of the ended transaction come first
         members, self.members = self.members, []
         self.opened_at, self.ending = None, None
         self.ended += 1
         if aborted is not False:
             self._settle(members, bool(aborted))
+        if err is not None and not self.broken:
+            self._failed("session", err)  # raised after the commit: it ends only the session

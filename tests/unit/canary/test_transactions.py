@@ -9,6 +9,7 @@ import pytest
 
 from kaudit.canary.transactions import OPEN_AT_MOST_S, Transactions
 from kaudit.cluster import client
+from tests.unit.canary.sample import a_canary
 
 
 class Error:
@@ -29,15 +30,20 @@ class Error:
 
 
 class Producer:
-    def __init__(self, fail_commits: list[Error] | None = None) -> None:
+    def __init__(self, fail_commits: list[Error] | None = None,
+                 fail_polls: list[Error] | None = None) -> None:
         self.calls: list[str] = []
         self.fail_commits = fail_commits or []
+        self.fail_polls = fail_polls or []
+        """Errors poll raises, one per call (librdkafka raises a fatal error from poll)."""
 
     def __getattr__(self, name: str) -> Any:
         def call(*_args: Any) -> None:
             self.calls.append(name)
             if name == "commit_transaction" and self.fail_commits:
                 raise client.KafkaException(self.fail_commits.pop(0))
+            if name == "poll" and self.fail_polls:
+                raise client.KafkaException(self.fail_polls.pop(0))
         return call
 
 
@@ -146,3 +152,70 @@ def test_an_abort_that_times_out_is_tried_again_and_counted_once() -> None:
     assert settled == [] and not txn.can_send(0.1)  # the abort is under way
     txn.turn(0.2)
     assert settled == [([(0, 0)], True)] and txn.aborted_on_purpose == 1
+
+
+Settled = list[tuple[list[tuple[int, int]], bool]]
+
+
+def restarting(producer: Producer, size: int = 1
+               ) -> tuple[Transactions, Settled, list[str], list[Producer]]:
+    started: list[Producer] = []
+
+    def restart() -> Producer:
+        started.append(Producer())
+        return started[-1]
+
+    settled: Settled = []
+    notes: list[str] = []
+    txn = Transactions(producer, restart, size, 0.0, 1.0,
+                       lambda members, aborted: settled.append((members, aborted)),
+                       notes.append)
+    return txn, settled, notes, started
+
+
+def test_a_fatal_commit_raised_again_by_poll_starts_one_new_session() -> None:
+    """librdkafka raises a commit's fatal error from the next poll too (seen in CI: the
+    canary ended with INVALID_TXN_STATE as an internal error)."""
+    fatal = Error()
+    txn, settled, notes, started = restarting(Producer([fatal], fail_polls=[fatal]))
+    send(txn, range(2))
+    txn.turn(0.0)
+    assert settled == [([(0, 0), (0, 1)], False)]  # no known outcome: indeterminate
+    assert len(started) == 1 and txn.producer is started[0] and not txn.broken
+    assert notes == ["transaction commit failed: broken"]
+
+
+def test_a_fatal_error_raised_by_poll_ends_the_session_and_its_open_transaction() -> None:
+    txn, settled, notes, started = restarting(Producer(fail_polls=[Error()]), size=5)
+    send(txn, range(3))
+    txn.serve()
+    assert settled == [([(0, 0), (0, 1), (0, 2)], False)]
+    assert notes == ["transactional producer failed: broken"]
+    assert len(started) == 1 and txn.producer is started[0]
+    assert txn.can_send(0.1) and txn.producer.calls == ["begin_transaction"]
+
+
+def test_a_fatal_error_after_a_commit_leaves_the_commit_committed() -> None:
+    producer = Producer(fail_polls=[Error()])
+    txn, settled, notes, started = restarting(producer)
+    send(txn, range(1))
+    txn.turn(0.0)  # committed; the poll after it raises a fatal error
+    assert settled == [] and txn.ended == 1
+    assert notes == ["transactional producer failed: broken"] and len(started) == 1
+
+
+def test_poll_raising_anything_but_a_fatal_error_is_a_bug_not_an_outcome() -> None:
+    txn, settled, _, started = restarting(Producer(fail_polls=[Error(retriable=True)]))
+    send(txn, range(1))
+    with pytest.raises(client.KafkaException):
+        txn.serve()
+    assert settled == [] and started == []
+
+
+def test_a_canary_without_transactions_replaces_a_producer_that_failed_fatally() -> None:
+    canary = a_canary()
+    failed, fresh = Producer(fail_polls=[Error()]), Producer()
+    canary._restart_producer = lambda: fresh
+    assert canary._serve(fresh) is fresh and fresh.calls == ["poll"]
+    assert canary._serve(failed) is fresh
+    assert canary.notes == ["producer failed: broken; a new one took over"]
