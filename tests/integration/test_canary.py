@@ -1,7 +1,8 @@
 """`kaudit canary` on the real lab, scraped by a real Prometheus: a truncation counted
 exactly with its cause; acks=all through the same fault and a rolling restart of every
 broker, nothing lost and no partition moved; records deleted ahead of a stalled reader,
-exactly; a frozen cluster, and a second canary on the same topic."""
+exactly; a frozen cluster, and a second canary on the same topic; a fenced transactional
+canary."""
 
 from __future__ import annotations
 
@@ -335,6 +336,56 @@ def test_a_frozen_cluster_costs_availability_not_records_and_a_restart_counts_on
     assert again["read"] == again["acked"] == again["sent"] > 0, again
     assert again["lost"] == again["duplicated"] == again["beyond_window"] == 0, again
     assert not json.loads(stdout)["settings"]["topic_created"]
+
+
+def test_a_fenced_transactional_canary_starts_a_new_session_and_goes_on(
+        lab: Lab, tmp_path: Path, metrics_port: int) -> None:
+    """A producer of our own takes the canary's transactional id and fences it: the fatal
+    error librdkafka then raises (from the canary's next transaction call and again from
+    its poll) ends the canary's session, not the canary. The fenced transaction's records
+    have no known outcome; nothing is lost, duplicated or read from an aborted one."""
+    from confluent_kafka import Producer
+
+    topic = f"kaudit-test-canary-{uuid.uuid4().hex[:8]}"
+    read = 'kaudit_canary_records_total{fate="read",'
+    proc, _ = start_canary(lab, tmp_path, metrics_port, "--topic", topic, "--rate", "200",
+                           "--transactional", "--txn-size", "50", "--expect", "exactly-once")
+    try:
+        assert wait_for(lambda: proc.poll() is not None or gauge(metrics_port, read) > 0, 60)
+        assert proc.poll() is None, proc.communicate()[1]
+        fencer = Producer({"bootstrap.servers": lab.bootstrap,
+                           "transactional.id": f"kaudit-canary-{canary_run_id(lab, topic)}"})
+        fencer.init_transactions(30)
+        fenced_at = gauge(metrics_port, read)
+        assert wait_for(lambda: gauge(metrics_port, read) > fenced_at + 400
+                        or proc.poll() is not None, 60), "the canary did not go on"
+        assert proc.poll() is None, "the canary ended by itself"
+    finally:
+        code, doc, stderr = stop_canary(proc)
+    assert code == 0, stderr + json.dumps(doc.get("violations"))
+    assert any("fenced" in note.lower() for note in doc["notes"]), doc["notes"]
+    totals = doc["totals"]
+    assert totals["lost"] == totals["duplicated"] == totals["aborted_visible"] == 0, totals
+    assert totals["sent"] == (totals["acked"] + totals["failed"] + totals["indeterminate"]
+                              + totals["aborted"]), totals
+
+
+def canary_run_id(lab: Lab, topic: str) -> str:
+    """The run id a canary's records carry (its transactional id is made of it)."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": uuid.uuid4().hex,
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None and (record := decode(msg.value())):
+                return record.run_id.hex()
+        raise AssertionError(f"no canary record in {topic} within 60 s")
+    finally:
+        consumer.close()
 
 
 def test_records_deleted_ahead_of_a_stalled_reader_are_lost_as_deleted_exactly(
