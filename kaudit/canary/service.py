@@ -45,7 +45,7 @@ from kaudit.probe.ledger import SendOutcome, classify_error
 from kaudit.probe.model import ProbeSettings
 from kaudit.probe.monitor import EventLog
 from kaudit.probe.payload import decode, encoder
-from kaudit.probe.produce import init_transactions
+from kaudit.probe.transactions import init_transactions
 from kaudit.waiting import Deadline
 
 DEFAULT_TOPIC = CANARY_TOPIC

@@ -10,11 +10,11 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kaudit.cluster import client
-from kaudit.cluster.client import ErrorCollector, new_producer, unreachable
+from kaudit.cluster.client import ErrorCollector, new_producer
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.probe.faults.injector import ProducerRestart
 from kaudit.probe.faults.registry import fault_at_reached
@@ -29,6 +29,7 @@ from kaudit.probe.payload import (
     encoder,
     header_value,
 )
+from kaudit.probe.transactions import TransactionState, end_transaction, init_transactions
 from kaudit.waiting import Deadline
 
 POLL_EVERY = 64
@@ -36,6 +37,8 @@ POLL_EVERY = 64
 message costs more than the reports it serves."""
 READ_EVERY = 2048
 """Sends between two turns of the live read-back pass."""
+TRANSACTION_UNKNOWN = "transaction outcome unknown"
+"""Why an acknowledged send is indeterminate after all (see ``SendLoop.unknown``)."""
 
 
 ProgressDisplay = Callable[[int, float, bool], None]
@@ -211,24 +214,63 @@ class SendLoop:
         self.txn = TransactionState()
         self.held = 0.0
         """Seconds held open after the last send, for a fault schedule to end."""
+        self.fatal: Any = None
+        """The fatal error that ended the producer (librdkafka raises it from poll, flush
+        and the transaction calls): nothing more is sent after it."""
+        self.unknown: list[dict[int, range]] = []
+        """The sends of transactions whose outcome is unknown, per partition."""
 
     def run(self, interrupted: threading.Event) -> Sent:
         self.producer = new_producer(self.conn, self.collector, **self.conf)
         if self.settings.transactional:
             init_transactions(self.producer, self.conn, self.collector)
-        self._send_all(interrupted)
+        try:
+            self._send_all(interrupted)
+            if self.settings.transactional and self.txn.open:
+                # An interrupted run aborts its open transaction: nothing half-written is
+                # visible.
+                self._end_transaction(last=True, interrupted=interrupted.is_set())
+        except client.KafkaException as exc:
+            self._failed(exc)
+            if self.txn.open:  # no end can come now: the broker aborts it, or a fencer did
+                self.unknown.append(self._open_sends())
+                self.txn.open = False
         if self.send_count:
             self.timeline.send(self.send_second, self.send_count)
         self.tracker.sent = self.sent
-        if self.settings.transactional and self.txn.open:
-            # An interrupted run aborts its open transaction: nothing half-written is visible.
-            self._end_transaction(last=True, interrupted=interrupted.is_set())
         self.tracker.finish()
         produce_seconds = time.monotonic() - self.tracker.started
         self._wait_for_answers()
+        self._settle_unknown()
         self.dropped.clear()
         return Sent(self.tally.histogram, self.timeline, produce_seconds, self.held,
                     self.tally.errors)
+
+    def _failed(self, exc: Exception) -> None:
+        """A fatal error ends the producer, and with it the sends: what was sent is still
+        accounted for. Anything else raised here is a bug, not an outcome."""
+        err = exc.args[0] if exc.args else None
+        if err is None or not client.is_fatal(err):
+            raise exc
+        if self.fatal is None:
+            self.fatal = err
+            self.target.notes.append(f"the producer failed: {err.str()}; no message was "
+                                     f"sent after the first {self.sent}")
+
+    def _open_sends(self) -> dict[int, range]:
+        ledger = self.target.ledger
+        return {p: range(self.txn.starts[p], ledger.next_seq_peek(p))
+                for p in self.target.partitions}
+
+    def _settle_unknown(self) -> None:
+        """An acknowledged send of a transaction with no known outcome may never become
+        visible: indeterminate, like a send with no answer (the read says what it became)."""
+        ledger = self.target.ledger
+        for sends in self.unknown:
+            for p, seqs in sends.items():
+                for seq in seqs:
+                    if ledger.outcome(p, seq) is SendOutcome.acked:
+                        ledger.indeterminate(p, seq, TRANSACTION_UNKNOWN)
 
     def _send_all(self, interrupted: threading.Event) -> None:
         s, tracker, read, restart = self.settings, self.tracker, self.read, self.restart
@@ -311,7 +353,11 @@ class SendLoop:
         deadline = Deadline(DEFAULT_DELIVERY_TIMEOUT_MS / 1000 + 10)
         remaining = len(self.producer)
         while remaining and not deadline.expired():
-            remaining = self.producer.flush(0.05 if self.read is not None else 1.0)
+            try:
+                remaining = self.producer.flush(0.05 if self.read is not None else 1.0)
+            except client.KafkaException as exc:
+                self._failed(exc)
+                remaining = len(self.producer)
             if self.read is not None:
                 self.read()
         self.tally.flush()
@@ -332,12 +378,17 @@ class SendLoop:
         txn, s = self.txn, self.settings
         index = txn.index + 1
         abort = interrupted or math.floor(index * s.abort_ratio) > txn.aborts
-        _end_transaction(self.producer, self.target.ledger, txn.starts, self.target.partitions,
-                         abort, self.conn, self.target.log, self.target.notes)
+        ended = end_transaction(self.producer, self.target.ledger, txn.starts,
+                                self.target.partitions, abort, self.conn, self.target.log,
+                                self.target.notes)
+        if not ended.known:
+            self.unknown.append(self._open_sends())
         if not last:
             txn.index = index
             txn.aborts += 1 if abort else 0
         txn.open = False
+        if ended.fatal is not None:
+            raise ended.fatal  # the producer can send nothing more: run() ends the sends
 
     def _new_session(self) -> None:
         """Drop the producer as a crash would, then re-send with a new one (see
@@ -380,59 +431,3 @@ class SendLoop:
                     self.producer.poll(0.005)
         self.target.log.add("note", f"new producer session re-sent {len(again)} message(s)")
         restart.done.set()
-
-
-@dataclass
-class TransactionState:
-    """The send loop's transactions: whether one is open and where it began."""
-
-    open: bool = False
-    starts: dict[int, int] = field(default_factory=dict)
-    """Each partition's next sequence when the open transaction began."""
-    index: int = 0
-    """Transactions ended so far."""
-    aborts: int = 0
-    """Of which aborted on purpose."""
-
-
-def init_transactions(producer: Any, conn: ConnectionSettings,
-                       collector: ErrorCollector) -> None:
-    """init_transactions, retried while the error is retriable (a coordinator moving)."""
-    deadline = Deadline(max(3 * conn.timeout, 30))
-    while True:
-        try:
-            producer.init_transactions(conn.timeout)
-            return
-        except client.KafkaException as exc:
-            err = exc.args[0]
-            if not err.retriable() or deadline.expired():
-                raise unreachable(conn, collector, exc) from None
-            time.sleep(0.5)
-
-
-def _end_transaction(producer: Any, ledger: Ledger, starts: dict[int, int],
-                     partitions: list[int], abort: bool, conn: ConnectionSettings,
-                     log: EventLog, notes: list[str]) -> None:
-    ends = {p: ledger.next_seq_peek(p) for p in partitions}
-    try:
-        if abort:
-            # Flush first: the aborted records then really reach the log (so a
-            # read_committed reader has something to hide), and EndTxn cannot
-            # race a pending AddPartitionsToTxn (Kafka 4 answers that race with
-            # a fatal INVALID_TXN_STATE).
-            producer.flush(conn.timeout * 3)
-            producer.abort_transaction(conn.timeout * 3)
-        else:
-            producer.commit_transaction(conn.timeout * 3)
-            return
-    except client.KafkaException as exc:
-        err = exc.args[0]
-        notes.append(f"transaction {'abort' if abort else 'commit'} failed: {err.str()}")
-        if not abort and err.txn_requires_abort():
-            producer.abort_transaction(conn.timeout * 3)
-        elif not abort:
-            # Unknown outcome: those sends are neither surely aborted nor surely visible.
-            return
-    for p in partitions:
-        ledger.mark_aborted(p, range(starts[p], ends[p]))
-    log.add("note", "transaction aborted on purpose" if abort else "transaction aborted")

@@ -409,6 +409,44 @@ def test_prove_confirms_every_claim_every_run(lab: Lab, restore_brokers: None) -
     assert all(run["acked"] > 0 for run in runs.values())
 
 
+def test_a_fenced_transactional_probe_stops_sending_and_accounts_for_what_it_sent(
+        lab: Lab) -> None:
+    """A producer of our own takes the probe's transactional id: the probe's producer is
+    fenced (a fatal error: it can send nothing more). The run ends its sends there and
+    still reports every message it sent; the sends of a transaction the fence cut have no
+    known outcome (indeterminate), never a loss. (Where the fence lands, in a transaction
+    or between two, is the lab's timing: both end the same way.)"""
+    import subprocess
+
+    from confluent_kafka import Producer
+
+    from tests.integration.test_canary import canary_run_id
+
+    topic = f"kaudit-test-fenced-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kaudit", "probe", "-b", lab.bootstrap, "--format", "json",
+         "--topic", topic, "--transactional", "--txn-size", "50", "--rate", "200",
+         "--duration", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("KAUDIT_")},
+        stdin=subprocess.DEVNULL)
+    try:
+        run_id = canary_run_id(lab, topic)  # the probe's records carry it the same way
+        fencer = Producer({"bootstrap.servers": lab.bootstrap,
+                           "transactional.id": f"kaudit-probe-{run_id}"})
+        fencer.init_transactions(30)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert stdout.strip(), stderr  # a report, not an internal error
+    doc = json.loads(stdout)
+    assert any("fenced" in note.lower() for note in doc["notes"]), (doc["notes"], stderr)
+    assert 0 < doc["sent"] < 200 * 60, doc["sent"]  # the sends ended at the fence
+    assert doc["lost"] == doc["duplicated"] == doc["aborted_visible"] == 0, doc
+    assert doc["acked"] > 0, doc
+    assert doc["sent"] == doc["acked"] + doc["failed"] + doc["indeterminate"], doc
+
+
 def test_restart_producer_between_two_transactions_resends_nothing_committed(
         lab: Lab, restore_brokers: None) -> None:
     # One message per transaction: the restart almost always lands between a commit and
