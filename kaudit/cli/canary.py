@@ -90,7 +90,9 @@ def canary(
     transactions aborted.
 
     A stop by SIGTERM or Ctrl-C is the normal end: exit 0 when nothing was wrong, 1 when
-    a violation was seen, as `kaudit probe`.
+    a violation was seen, as `kaudit probe`. A cluster out of reach does not end it, nor
+    a producer that can send no more (fenced by another with its transactional id): it
+    waits, or starts a new producer session and says so in its notes.
     """
     from kaudit.canary.service import Canary, CanarySettings, result_of
     from kaudit.cluster.client import AdminSession
