@@ -215,6 +215,8 @@ class Canary:
         try:
             producer.poll(timeout)
         except client.KafkaException as exc:
+            if not exc.args or not client.is_fatal(exc.args[0]):
+                raise  # poll raises nothing else: a bug, not an outcome
             self.notes.append(f"producer failed: {client.kafka_message(exc)}; "
                               "a new one took over")
             return self._restart_producer()

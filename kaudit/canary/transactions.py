@@ -118,7 +118,7 @@ class Transactions:
         try:
             self.producer.poll(timeout)
         except client.KafkaException as exc:
-            if not exc.args or not exc.args[0].fatal():
+            if not exc.args or not client.is_fatal(exc.args[0]):
                 raise  # poll raises nothing else: a bug, not an outcome
             return exc.args[0]
         return None

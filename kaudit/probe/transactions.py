@@ -29,7 +29,7 @@ class TransactionState:
 
 
 def init_transactions(producer: Any, conn: ConnectionSettings,
-                       collector: ErrorCollector) -> None:
+                      collector: ErrorCollector) -> None:
     """init_transactions, retried while the error is retriable (a coordinator moving)."""
     deadline = Deadline(max(3 * conn.timeout, 30))
     while True:

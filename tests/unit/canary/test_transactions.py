@@ -25,6 +25,9 @@ class Error:
     def txn_requires_abort(self) -> bool:
         return self._abort
 
+    def code(self) -> int:
+        return -1  # not _FATAL: fatal() says it
+
     def str(self) -> str:
         return "broken"
 
@@ -219,3 +222,5 @@ def test_a_canary_without_transactions_replaces_a_producer_that_failed_fatally()
     assert canary._serve(fresh) is fresh and fresh.calls == ["poll"]
     assert canary._serve(failed) is fresh
     assert canary.notes == ["producer failed: broken; a new one took over"]
+    with pytest.raises(client.KafkaException):  # anything else from poll is a bug
+        canary._serve(Producer(fail_polls=[Error(retriable=True)]))
