@@ -212,15 +212,11 @@ class Canary:
         if self.txn is not None:
             self.txn.serve(timeout)
             return self.txn.producer
-        try:
-            producer.poll(timeout)
-        except client.KafkaException as exc:
-            if not exc.args or not client.is_fatal(exc.args[0]):
-                raise  # poll raises nothing else: a bug, not an outcome
-            self.notes.append(f"producer failed: {client.kafka_message(exc)}; "
-                              "a new one took over")
-            return self._restart_producer()
-        return producer
+        err = client.serve_reports(producer, timeout)
+        if err is None:
+            return producer
+        self.notes.append(f"producer failed: {err.str()}; a new one took over")
+        return self._restart_producer()
 
     def _transaction_ended(self, members: list[tuple[int, int]], aborted: bool) -> None:
         """An aborted transaction's records are never to be read; those of a commit with

@@ -109,19 +109,9 @@ class Transactions:
     def serve(self, timeout: float = 0) -> None:
         """Serve the producer's delivery reports; a fatal error raised there ends the
         session (the open transaction's outcome is then unknown)."""
-        err = self._reports(timeout)
+        err = client.serve_reports(self.producer, timeout)
         if err is not None and not self.broken:
             self._failed("session", err)
-
-    def _reports(self, timeout: float = 0) -> Any | None:
-        """Serve the delivery reports: the fatal error librdkafka raised instead, if any."""
-        try:
-            self.producer.poll(timeout)
-        except client.KafkaException as exc:
-            if not exc.args or not client.is_fatal(exc.args[0]):
-                raise  # poll raises nothing else: a bug, not an outcome
-            return exc.args[0]
-        return None
 
     def _failed(self, action: str, err: Any) -> None:
         """An error no retry fixes: the open transaction's outcome is unknown, and a fatal
@@ -147,7 +137,8 @@ class Transactions:
 
     def _done(self, aborted: bool | None) -> None:
         """Tell the books: committed (None is "no known outcome")."""
-        err = self._reports()  # the delivery reports of the ended transaction come first
+        # The delivery reports of the ended transaction come first.
+        err = client.serve_reports(self.producer)
         members, self.members = self.members, []
         self.opened_at, self.ending = None, None
         self.ended += 1

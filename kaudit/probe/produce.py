@@ -249,8 +249,8 @@ class SendLoop:
     def _failed(self, exc: Exception) -> None:
         """A fatal error ends the producer, and with it the sends: what was sent is still
         accounted for. Anything else raised here is a bug, not an outcome."""
-        err = exc.args[0] if exc.args else None
-        if err is None or not client.is_fatal(err):
+        err = client.fatal_error(exc)
+        if err is None:
             raise exc
         if self.fatal is None:
             self.fatal = err

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kaudit.cluster.client import AdminSession, java_client_options
+from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import topic_partitions
+from kaudit.connect.java_options import java_client_options
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError, RuntimeUnavailable
 from kaudit.waiting import Deadline

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kaudit.cluster.client import java_client_options
+from kaudit.connect.java_options import java_client_options
 from kaudit.connect.redact import MASK, redact
 from kaudit.connect.settings import ConnectionSettings
 
