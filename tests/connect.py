@@ -15,7 +15,7 @@ from typing import Any
 
 from kaudit.lab.connect import CONNECT_ID, rest
 from kaudit.lab.state import LabNode, LabState, locked
-from tests.conftest import Lab
+from tests.conftest import Lab, lab_admin
 
 WORKER_SETTINGS = {
     # Sink offsets are committed at this interval (and on a clean stop): a worker killed
@@ -56,6 +56,13 @@ def connect_worker(lab: Lab, settings: dict[str, str] | None = None) -> Iterator
             state = LabState.load(state_dir)
             state.nodes = [n for n in state.nodes if n.role != "connect"]
             state.save()
+        # Its internal topics (31 partitions, RF 3) would stay in the session's lab: every
+        # broker restart of every later test would load and lead them again.
+        futures = lab_admin(lab.bootstrap).delete_topics(
+            [own["config.storage.topic"], own["offset.storage.topic"],
+             own["status.storage.topic"]], operation_timeout=30)
+        for future in futures.values():
+            future.result(60)
 
 
 def worker_node(lab: Lab) -> LabNode:
