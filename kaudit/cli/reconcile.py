@@ -81,6 +81,10 @@ def reconcile(
     key_schema: Annotated[Path | None, typer.Option(
         metavar="FILE|DIR", rich_help_panel=MATCH,
         help="Avro writer schemas of the key, as --value-schema.")] = None,
+    key_subject: Annotated[str | None, typer.Option(
+        metavar="SUBJECT", rich_help_panel=MATCH,
+        help="The registry subject of the key's schemas, as --value-subject [default: "
+             "TOPIC-key].")] = None,
     value_format: Annotated[ValueFormat, typer.Option(
         case_sensitive=False, help="How values are decoded (bytes are compared by hash; avro: "
                                    "Confluent's wire format; avro-plain: a bare Avro body).")
@@ -92,8 +96,13 @@ def reconcile(
     schema_registry: Annotated[str | None, typer.Option(
         metavar="URL", help="A Schema Registry's Confluent-compatible API: the writer schemas "
                             "of --value-format/--key-format avro without a schema file, from "
-                            "subjects TOPIC-value and TOPIC-key. Credentials in the URL are "
-                            "never shown.")] = None,
+                            "subjects TOPIC-value and TOPIC-key (or those --value-subject and "
+                            "--key-subject name). Credentials in the URL are never shown."
+    )] = None,
+    value_subject: Annotated[str | None, typer.Option(
+        metavar="SUBJECT", help="The registry subject of the value's schemas, e.g. the record's "
+                                "full name under RecordNameStrategy [default: TOPIC-value]."
+    )] = None,
     reader_schema: Annotated[Path | None, typer.Option(
         metavar="FILE", help="The Avro schema every value is read as and compared in "
                              "[default: the writer schema with the highest id].")] = None,
@@ -167,7 +176,8 @@ def reconcile(
 
     conn = connection.settings()
     source = SchemaSource.given(schema_registry, topic, conn.timeout,
-                                (value_format.value, key_format.value))
+                                (value_format.value, key_format.value),
+                                (value_subject, key_subject))
     request = ReconcileRequest(
         topic=topic, sink_uri=sink, key=key, value_format=value_format.value, schema=schema,
         avro=schemas_for(value_format.value, value_schema, reader_schema, schema, source),

@@ -67,24 +67,54 @@ class AvroSchemas:
 
 @dataclass(frozen=True)
 class SchemaSource:
-    """Where writer schemas come from when no file is named: a registry and the topic whose
-    subjects (``TOPIC-value``, ``TOPIC-key``) hold them."""
+    """Where writer schemas come from when no file is named: a registry and the subjects
+    that hold them (by default the topic's, ``TOPIC-value`` and ``TOPIC-key``: Confluent's
+    default naming; under a record-name strategy the subject is the record's name, given
+    with ``--value-subject`` / ``--key-subject``)."""
 
     registry: Registry
     topic: str
     timeout: float
+    subjects: tuple[str | None, str | None] = (None, None)
+    """The subjects named for the value and the key (None: the topic's)."""
 
     @classmethod
-    def given(cls, url: str | None, topic: str, timeout: float,
-              formats: tuple[str, ...]) -> SchemaSource | None:
+    def given(cls, url: str | None, topic: str, timeout: float, formats: tuple[str, str],
+              subjects: tuple[str | None, str | None] = (None, None)) -> SchemaSource | None:
         """The source ``--schema-registry URL`` names (None without one), for the formats
-        of the value and the key: one of them must be Confluent-framed Avro."""
+        of the value and the key (one of them must be Confluent-framed Avro) and the
+        subjects named for each."""
+        for side, given_format, subject in zip(SIDES, formats, subjects, strict=True):
+            if subject is None:
+                continue
+            if not subject.strip():
+                raise InputError(f"--{side}-subject: the subject's name is empty")
+            if url is None:
+                raise InputError(f"--{side}-subject names a subject of a schema registry: "
+                                 "add --schema-registry URL")
+            if given_format != "avro":
+                raise InputError(f"--{side}-subject is for --{side}-format avro (Confluent's "
+                                 "wire format, whose records name their schema ids)")
         if url is None:
             return None
         if "avro" not in formats:
             raise InputError("--schema-registry holds the schemas of Confluent-framed Avro: "
                              "add --value-format avro or --key-format avro")
-        return cls(Registry.parse(url), topic, timeout)
+        return cls(Registry.parse(url), topic, timeout, subjects)
+
+    def subject(self, side: str) -> str:
+        """The subject that holds the ``side``'s (value or key) writer schemas."""
+        named = self.subjects[SIDES.index(side)]
+        return named if named is not None else f"{self.topic}-{side}"
+
+    def named(self, side: str) -> bool:
+        """Whether the ``side``'s subject was named (``--value-subject``) rather than
+        derived from the topic."""
+        return self.subjects[SIDES.index(side)] is not None
+
+
+#: The two sides of a record whose schemas can come from a registry, in SchemaSource's order.
+SIDES = ("value", "key")
 
 
 def schemas_for(value_format: str, writers: Path | None, reader: Path | None,
@@ -115,11 +145,17 @@ def _given_schemas(side: str, given_format: str, writers: Path | None, reader: P
             raise InputError(f"--{side}-schema is for Avro {side}s: add --{side}-format avro "
                              "(Confluent's wire format) or avro-plain")
         return None
+    if writers is not None and source is not None and source.named(side):
+        raise InputError(f"--{side}-schema and --{side}-subject both name the {side}'s writer "
+                         "schemas: give one")
     if writers is None and source is not None and given_format == "avro":
-        subject = f"{source.topic}-{side}"
+        subject = source.subject(side)
         found = subject_schemas(source.registry, subject, source.timeout)
-        return registry_schemas(found, f"schema registry {source.registry.base}", subject,
-                                reader, record_only=side == "value")
+        return registry_schemas(
+            found, f"schema registry {source.registry.base}", subject, reader,
+            record_only=side == "value",
+            hint="check the subject's name" if source.named(side) else
+            f"check the topic's name, or name the subject with --{side}-subject")
     if writers is None:
         raise InputError(f"--{side}-format {given_format} needs the writer schemas: "
                          f"--{side}-schema FILE|DIR (a directory of ID.avsc files)"
@@ -161,13 +197,13 @@ def load_schemas(writers: Path, reader: Path | None = None, *,
 
 
 def registry_schemas(found: dict[int, Any], source: str, subject: str,
-                     reader: Path | None = None, *, record_only: bool = True
-                     ) -> AvroSchemas:
+                     reader: Path | None, *, record_only: bool, hint: str) -> AvroSchemas:
     """The writer schemas a registry holds for a subject (schema id -> parsed schema, each
-    checked to be Avro), resolved as files are; ``source`` names the registry."""
+    checked to be Avro), resolved as files are; ``source`` names the registry, ``hint``
+    ends the message for a subject the registry does not have."""
     if not found:
         raise InputError(f"{source}: no schema under subject {subject}: name the subject's "
-                         "schemas with files instead, or check the topic's name")
+                         f"schemas with files instead, or {hint}")
     by_id: dict[int | None, SchemaFile] = {}
     for schema_id, schema in sorted(found.items()):
         where = f"{source} schema id {schema_id}"

@@ -103,4 +103,49 @@ def test_a_topic_without_a_subject_is_exit_2(
     assert (result.code, result.stderr.strip()) == (
         2, f"kaudit: error: schema registry {registry.url}: no schema under subject "
            f"{name}-value: name the subject's schemas with files instead, or check the "
-           "topic's name"), result.stderr
+           "topic's name, or name the subject with --value-subject"), result.stderr
+
+
+RECORD_SUBJECT = "shop.Order"
+"""The values' subject under RecordNameStrategy: the record's full name (V1's and V2's)."""
+
+
+@pytest.fixture(scope="module")
+def record_named_topic(lab: Lab, registry: SchemaRegistry) -> Iterator[str]:
+    """A topic whose value schemas are registered under the record's name, not the topic's:
+    the schema ids its records carry are those of subject shop.Order."""
+    from confluent_kafka import Producer
+
+    name = create_topic(lab, "registry-record-named", 2)
+    v1, v2 = (registry.register(RECORD_SUBJECT, schema) for schema in (V1, V2))
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
+    for i in range(N):
+        producer.produce(name, key=str(i).encode(), value=framed(
+            v1, V1, order(i)) if i < V2_FROM else framed(v2, V2, order(i)))
+    assert producer.flush(30) == 0, "records still unsent after 30 s"
+    yield name
+    admin(lab).delete_topics([name])
+
+
+def test_value_subject_reads_the_schemas_of_a_record_named_subject(
+        lab: Lab, registry: SchemaRegistry, record_named_topic: str, sink: Path) -> None:
+    common = ("--topic", record_named_topic, "--schema-registry", registry.url,
+              "--value-format", "avro", "--key", "id", "--compare", "status,amount",
+              "--sink", f"parquet:{sink}")
+    # By default the subject is the topic's, which this registry does not have.
+    code, _, stderr = reconcile(lab, *common)
+    assert code == 2 and f"no schema under subject {record_named_topic}-value" in stderr, \
+        stderr
+    code, doc, stderr = reconcile(lab, *common, "--value-subject", RECORD_SUBJECT,
+                                  "--samples", "10")
+    assert code == 1, stderr
+    counts = doc["counts"]
+    assert (counts["missing_in_sink"], counts["mismatched"], counts["extra_in_sink"],
+            counts["duplicated_in_sink"], counts["undecodable"]) == (
+        len(MISSING), len(CHANGED), 0, 0, 0), json.dumps(doc["samples"])
+    assert {int(s["key"]) for s in doc["samples"]["mismatched"]} == CHANGED
+    # A named subject the registry lacks: its own name in the message, exit 2.
+    code, _, stderr = reconcile(lab, *common, "--value-subject", "shop.Nothing")
+    assert code == 2 and stderr.strip().endswith(
+        "no schema under subject shop.Nothing: name the subject's schemas with files "
+        "instead, or check the subject's name"), stderr

@@ -209,6 +209,41 @@ def test_reconcile_schema_registry_errors_come_before_kafka_and_hide_credentials
 
 
 @pytest.mark.parametrize("extra,message", [
+    (("--value-subject", "shop.Order"), "--value-subject names a subject of a schema "
+                                        "registry: add --schema-registry URL"),
+    (("--value-subject", " ", "--schema-registry", "http://127.0.0.1:1/"),
+     "--value-subject: the subject's name is empty"),
+    (("--key-subject", "shop.Key", "--value-format", "avro", "--schema-registry",
+      "http://127.0.0.1:1/"), "--key-subject is for --key-format avro (Confluent's wire "
+                              "format, whose records name their schema ids)"),
+    (("--value-subject", "shop.Order", "--value-format", "avro-plain", "--schema-registry",
+      "http://127.0.0.1:1/"), "--value-subject is for --value-format avro"),
+    (("--value-subject", "shop.Order", "--value-format", "avro", "--value-schema", "DIR",
+      "--schema-registry", "http://127.0.0.1:1/"),
+     "--value-schema and --value-subject both name the value's writer schemas: give one"),
+])
+def test_reconcile_subject_errors_come_before_the_registry_and_kafka(
+        tmp_path: Path, extra: tuple[str, ...], message: str) -> None:
+    extra = tuple(str(tmp_path) if arg == "DIR" else arg for arg in extra)
+    # Nothing listens on port 1: each is found before the registry or Kafka is asked.
+    result = run_in_process("reconcile", "-b", "127.0.0.1:1", "--topic", "orders", "--sink",
+                            f"json:{tmp_path}", "--timeout", "5", *extra)
+    assert result.code == 2, result.stderr
+    assert result.stderr.startswith(f"kaudit: error: {message}"), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_named_subject_is_asked_for_by_its_own_name() -> None:
+    from kaudit.reconcile.avro_schemas import SchemaSource
+
+    source = SchemaSource.given("http://127.0.0.1:1/", "orders", 5.0, ("avro", "avro"),
+                                ("shop.Order", None))
+    assert source is not None
+    assert (source.subject("value"), source.named("value")) == ("shop.Order", True)
+    assert (source.subject("key"), source.named("key")) == ("orders-key", False)
+
+
+@pytest.mark.parametrize("extra,message", [
     (("--mode", "append"), "--envelope debezium compares each key's final state: it implies "
                            "--mode upsert, not append"),
     (("--value-format", "string"), "--envelope debezium reads change events in JSON or "
