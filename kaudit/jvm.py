@@ -141,6 +141,9 @@ def _resolve_into(name: str, mvn: str, artifacts: Sequence[Artifact], *, what: s
 JAVA_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
                          "SPARK_SUBMIT_OPTS")
 _PARTIAL_MAX_AGE_S = 3600.0
+KEPT_ARCHIVES = 2
+"""Archives kept per JVM name: two, so that two installations used in turn (two pysparks)
+do not push each other's out."""
 
 
 class ClassArchive:
@@ -175,6 +178,8 @@ class ClassArchive:
             return []
         if self.path.is_file():
             self.reading = True
+            with contextlib.suppress(OSError):
+                os.utime(self.path)  # its time is its last use (see _prune)
             return [f"-XX:SharedArchiveFile={self.path}"]
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,10 +201,20 @@ class ClassArchive:
             exited = exit_code is not None and exit_code >= 0  # not killed by a signal
             if exited and partial.is_file() and partial.stat().st_size > 0:
                 os.replace(partial, self.path)
+                self._prune()
             else:
                 partial.unlink(missing_ok=True)
         except OSError:
             pass  # the next start writes it again
+
+    def _prune(self) -> None:
+        """Keep the :data:`KEPT_ARCHIVES` most recently used archives of this JVM's name:
+        another Java or pyspark makes a new one (150-200 MB), and the old one would stay."""
+        mine = self.path.name.rsplit("-", 1)[0]
+        found = [(f.stat().st_mtime, f) for f in self.path.parent.glob(f"{mine}-*.jsa")]
+        for _, old in sorted(found, reverse=True)[KEPT_ARCHIVES:]:
+            if old != self.path:
+                old.unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Remove an archive a JVM could not start with; the next start writes it anew."""

@@ -83,3 +83,25 @@ def test_an_unwritable_cache_starts_without_an_archive(tmp_path: Path,
     monkeypatch.setenv("KAUDIT_CACHE_DIR", str(blocker))
     archive = ClassArchive("spark-driver", sys.executable, ["4.0.0"])
     assert archive.options({}) == [] and archive.partial is None
+
+
+def test_publishing_keeps_the_two_most_recently_used_archives_of_its_name(cache: Path) -> None:
+    cache.mkdir(parents=True)
+    older, used, other = (cache / "spark-driver-aaaa.jsa", cache / "spark-driver-bbbb.jsa",
+                          cache / "kafka-broker-cccc.jsa")
+    for age_h, f in ((72, older), (48, used), (96, other)):
+        f.write_bytes(b"x")
+        os.utime(f, (time.time() - age_h * 3600,) * 2)
+    # A start that reads an archive makes it the most recently used one.
+    reader = ClassArchive("spark-driver", sys.executable, ["4.0.0"])
+    reader.path = used
+    assert reader.options({}) == [f"-XX:SharedArchiveFile={used}"]
+    assert time.time() - used.stat().st_mtime < 60
+    archive = ClassArchive("spark-driver", sys.executable, ["4.0.1"])  # a new pyspark
+    archive.options({})
+    assert archive.partial is not None
+    archive.partial.write_bytes(b"classes")
+    archive.publish(0)
+    assert archive.path.exists() and used.exists()
+    assert not older.exists()  # the third of its name, the least recently used
+    assert other.exists()  # another JVM's archive is not this one's to remove
