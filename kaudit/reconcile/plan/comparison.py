@@ -16,20 +16,22 @@ Spark computes that shuffle once and every later step reads its output:
    groups that cannot hold a discrepancy as clean: one record and one row with the same
    payload hash and key (append), the sink row equal to the latest record or absent after
    a tombstone (upsert), the same payload and key at the coordinates (coordinates mode).
-   It is collapsed to the suspect groups plus one row that counts the clean ones (the
-   totals, :meth:`Comparison.topic_records` and :meth:`Comparison.sink_rows`);
+   It is collapsed to the suspect groups plus one row that counts the clean ones; its
+   sums (:meth:`Comparison.topic_records` and :meth:`Comparison.sink_rows`) become one
+   more row of the kept set, so that no query of their own reads it again;
 2. the detail: the rows of the suspect groups only (a hash join of the shuffled rows with
    the suspects, partition by partition) are aggregated per group (by key_hash and key,
    so colliding keys are never paired) with the per-mode detail below.
 
 No sort-merge join, no window, no Python UDF, no collect of the data.
 
-The discrepancy set is persisted (memory and disk) the first time it is computed, so that
-the counts, the samples and writing it out do not compute it again;
-:meth:`Comparison.unpersist` releases it. :meth:`Comparison.counts` and
-:meth:`Comparison.counts_by_partition` come from one aggregation over it (partition x
-class, computed once and kept); :meth:`Comparison.samples` is one more small job (a top-k
-per class). Nothing but counts and samples reaches the driver.
+The discrepancy set and the totals' row are persisted (memory and disk) the first time
+they are computed, so that the counts, the samples and writing the set out do not compute
+it again; :meth:`Comparison.unpersist` releases it. :meth:`Comparison.counts`,
+:meth:`Comparison.counts_by_partition` and the totals come from one aggregation over it
+(partition x class, computed once and kept); :meth:`Comparison.samples` is one more small
+query (a top-k per class, put in order on the driver). Nothing but counts and samples
+reaches the driver.
 
 Memory per key: only suspect groups keep values. Append mode keeps, per suspect key, the
 list of the key's topic records (offset, partition, timestamp, payload hash and compared
@@ -58,6 +60,7 @@ from kaudit.reconcile.plan.columns import _t
 from kaudit.reconcile.plan.coordinates import _coordinates_rows
 from kaudit.reconcile.plan.model import (
     DISCREPANCY_COLUMNS,
+    DISCREPANCY_SCHEMA,
     RESERVED_COLUMNS,
     CompareOptions,
 )
@@ -68,45 +71,47 @@ from kaudit.reconcile.plan.upsert import _upsert_rows
 class Comparison:
     """The discrepancy set (lazy, persisted on first use) and its summaries.
 
-    Every method runs Spark jobs. The first one runs the first pass (both sides read, the
-    one shuffle, the summary); the others read its output: the shuffle's and the
-    summary's are kept by Spark, the discrepancy set is persisted.
+    Every method runs Spark jobs. The first one runs the one pass (both sides read, the
+    one shuffle, the summary, the detail) and persists its result; the others read that.
     """
 
-    discrepancies: DataFrame
-    _summary: DataFrame = field(repr=False, compare=False)
-    """The first pass: suspect groups and the clean groups' totals (see :func:`compare`)."""
+    _kept: DataFrame
+    """The discrepancy rows and one row of totals (class :data:`_TOTALS`), persisted."""
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def discrepancies(self) -> DataFrame:
+        """The discrepancy rows (columns :data:`DISCREPANCY_COLUMNS`)."""
+        return self._kept.where(F.col("class") != F.lit(_TOTALS))
 
     def topic_records(self) -> int:
         """Topic records compared (tombstones not included)."""
-        return self._totals()[0]
+        return self._partition_counts()[1][0]
 
     def sink_rows(self) -> int:
         """Sink rows compared."""
-        return self._totals()[1]
+        return self._partition_counts()[1][1]
 
-    def _totals(self) -> tuple[int, int]:
-        if "totals" not in self._memo:
-            row = self._summary.agg(F.sum("_live_n"), F.sum("_s_rows")).collect()[0]
-            self._memo["totals"] = (int(row[0] or 0), int(row[1] or 0))
-        result: tuple[int, int] = self._memo["totals"]
-        return result
-
-    def _partition_counts(self) -> list[tuple[int | None, str, int]]:
-        """(partition, class, rows) for every non-empty group: the one aggregation."""
+    def _partition_counts(self) -> tuple[list[tuple[int | None, str, int]], tuple[int, int]]:
+        """(partition, class, rows) for every non-empty group, and the totals (topic
+        records, sink rows): one aggregation."""
         if "partition_counts" not in self._memo:
-            rows = self.discrepancies.groupBy("partition", "class").agg(
-                F.count(F.lit(1)).alias("n")).collect()
-            self._memo["partition_counts"] = [
-                (row["partition"], row["class"], int(row["n"])) for row in rows]
-        result: list[tuple[int | None, str, int]] = self._memo["partition_counts"]
+            rows = self._kept.groupBy("partition", "class").agg(
+                F.count(F.lit(1)).alias("n"), F.sum("topic_count").alias("t"),
+                F.sum("sink_count").alias("s")).collect()
+            found = [(row["partition"], row["class"], int(row["n"])) for row in rows
+                     if row["class"] != _TOTALS]
+            totals = [(int(row["t"] or 0), int(row["s"] or 0)) for row in rows
+                      if row["class"] == _TOTALS]
+            self._memo["partition_counts"] = (found, totals[0] if totals else (0, 0))
+        result: tuple[list[tuple[int | None, str, int]], tuple[int, int]] = \
+            self._memo["partition_counts"]
         return result
 
     def counts(self) -> dict[str, int]:
         """Discrepancy rows per class (all of :data:`CLASSES`, zeros included)."""
         totals = dict.fromkeys(CLASSES, 0)
-        for _, cls, n in self._partition_counts():
+        for _, cls, n in self._partition_counts()[0]:
             totals[cls] += n
         return totals
 
@@ -117,7 +122,7 @@ class Comparison:
         does not have, in append and upsert mode) are only in :meth:`counts`.
         """
         result: dict[int, dict[str, int]] = {}
-        for partition, cls, n in self._partition_counts():
+        for partition, cls, n in self._partition_counts()[0]:
             if partition is None:
                 continue
             result.setdefault(partition, dict.fromkeys(CLASSES, 0))[cls] += n
@@ -138,15 +143,17 @@ class Comparison:
         # One query that names the set once: a union of per-class queries would name it
         # several times, and Spark then fails to find all but one of them persisted.
         rank = F.row_number().over(Window.partitionBy("class").orderBy(*order))
-        picked = (self.discrepancies.withColumn("_rank", rank)
-                  .where(F.col("_rank") <= per_class).orderBy("class", "_rank"))
-        for row in picked.collect():  # one job over the persisted (small) set
+        picked = self.discrepancies.withColumn("_rank", rank).where(F.col("_rank") <= per_class)
+        # A few rows per class: put in order here, not by a sort in Spark (a sampling job
+        # and an exchange of their own).
+        rows = sorted(picked.collect(), key=lambda row: row["_rank"])
+        for row in rows:
             result[row["class"]].append({c: row[c] for c in DISCREPANCY_COLUMNS})
         return result
 
     def unpersist(self) -> None:
         """Drop the persisted discrepancy set (after the report is written)."""
-        self.discrepancies.unpersist()
+        self._kept.unpersist()
 
 
 def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Comparison:
@@ -162,7 +169,9 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
             topic = topic.withColumn(name, F.lit(None).cast("string"))
     rows_once, group = _shuffled(topic, sink, options)
     # The summary is small (suspects and one row of totals): a partition per core. Each
-    # of the many tasks before it writes a file per partition of its output.
+    # of the many tasks before it writes a file per partition of its output. Read twice
+    # below, by the detail (its suspects) and by the totals: as one RDD, so that its
+    # aggregation of every shuffled row runs once (the optimizer would plan each use anew).
     summary = _read_once(_summary(rows_once, group, options),
                          max(1, topic.sparkSession.sparkContext.defaultParallelism))
     suspects = summary.where(~F.col("_clean")).select(*group)
@@ -178,17 +187,35 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
         rows = _coordinates_rows(detail, topic, sink, options)
     # inline_outer + filter, not inline: with inline, Spark infers a size(_rows) > 0 filter
     # and pushes it below the projection, computing every row's discrepancies twice.
-    persisted = (
+    found = (
         rows.select(F.inline_outer(F.col("_rows")))
         .where(F.col("class").isNotNull())
         .select(*DISCREPANCY_COLUMNS)
+    )
+    kept = (
+        found.unionByName(_totals_row(summary))
         # The set is small (the suspects' rows), but the big shuffle left it in many
         # partitions; the counts and samples that read it would pay a task per
         # partition, every time. One partition per core is plenty.
         .coalesce(max(1, topic.sparkSession.sparkContext.defaultParallelism))
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    return Comparison(persisted, summary)
+    return Comparison(kept)
+
+
+#: The class of the kept set's one row of totals (topic_count: topic records compared,
+#: sink_count: sink rows compared); never a discrepancy.
+_TOTALS = "_totals"
+
+
+def _totals_row(summary: DataFrame) -> DataFrame:
+    """The summary's totals as one row of the discrepancy schema (class :data:`_TOTALS`)."""
+    sums = summary.agg(F.sum("_live_n").alias("topic_count"),
+                       F.sum("_s_rows").alias("sink_count"))
+    return sums.select(*[
+        (F.lit(_TOTALS) if f.name == "class" else F.col(f.name)
+         if f.name in ("topic_count", "sink_count") else F.lit(None)).cast(f.dataType).alias(f.name)
+        for f in DISCREPANCY_SCHEMA.fields])
 
 
 # --- the first pass: the one shuffle and the summary that picks the suspects ------------

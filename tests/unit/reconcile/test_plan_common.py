@@ -108,9 +108,10 @@ def test_one_pass_over_each_side_one_bulk_shuffle_no_sort(spark: SparkSession,
     for node in ("Window", "SortMergeJoin", "Sort [", "SortAggregate"):
         assert node not in plan, plan
     assert "ShuffledHashJoin" in plan, plan
-    # The detail reads two scans: the shuffled rows and the summary of the first pass.
-    rows_rdd, summary_rdd = _scanned_rdds(result.discrepancies)
-    assert [r.id() for r in _scanned_rdds(result._summary)] == [summary_rdd.id()]
+    # The kept set reads two RDDs: the shuffled rows (by the detail) and the summary of
+    # the first pass (by the detail's suspects and by the totals, the same RDD twice).
+    rows_rdd, summary_rdd, again = _scanned_rdds(result._kept)
+    assert again.id() == summary_rdd.id()
     # The summary is computed from the same RDD of shuffled rows (not a second plan of the
     # sides), and that RDD ends in the one shuffle of both sides, which read each side
     # once (one scan of each of the two local frames).
