@@ -165,6 +165,7 @@ class ClassArchive:
         except OSError:
             stamp = "?"
         key = hashlib.sha256("\0".join([str(real), stamp, *signature]).encode()).hexdigest()
+        self.name = name
         self.path = cache_dir() / "jvm-archives" / f"{name}-{key[:16]}.jsa"
         self.partial: Path | None = None
         self.reading = False
@@ -210,8 +211,7 @@ class ClassArchive:
     def _prune(self) -> None:
         """Keep the :data:`KEPT_ARCHIVES` most recently used archives of this JVM's name:
         another Java or pyspark makes a new one (150-200 MB), and the old one would stay."""
-        mine = self.path.name.rsplit("-", 1)[0]
-        found = [(f.stat().st_mtime, f) for f in self.path.parent.glob(f"{mine}-*.jsa")]
+        found = [(f.stat().st_mtime, f) for f in self.path.parent.glob(f"{self.name}-*.jsa")]
         for _, old in sorted(found, reverse=True)[KEPT_ARCHIVES:]:
             if old != self.path:
                 old.unlink(missing_ok=True)

@@ -86,16 +86,20 @@ class Comparison:
 
     def topic_records(self) -> int:
         """Topic records compared (tombstones not included)."""
-        return self._partition_counts()[1][0]
+        return self._aggregated()[1][0]
 
     def sink_rows(self) -> int:
         """Sink rows compared."""
-        return self._partition_counts()[1][1]
+        return self._aggregated()[1][1]
 
-    def _partition_counts(self) -> tuple[list[tuple[int | None, str, int]], tuple[int, int]]:
-        """(partition, class, rows) for every non-empty group, and the totals (topic
-        records, sink rows): one aggregation."""
-        if "partition_counts" not in self._memo:
+    def _partition_counts(self) -> list[tuple[int | None, str, int]]:
+        """(partition, class, rows) for every non-empty group of discrepancies."""
+        return self._aggregated()[0]
+
+    def _aggregated(self) -> tuple[list[tuple[int | None, str, int]], tuple[int, int]]:
+        """The one aggregation over the kept set: rows per (partition, class), and the
+        totals' row (topic records, sink rows)."""
+        if "aggregated" not in self._memo:
             rows = self._kept.groupBy("partition", "class").agg(
                 F.count(F.lit(1)).alias("n"), F.sum("topic_count").alias("t"),
                 F.sum("sink_count").alias("s")).collect()
@@ -103,15 +107,15 @@ class Comparison:
                      if row["class"] != _TOTALS]
             totals = [(int(row["t"] or 0), int(row["s"] or 0)) for row in rows
                       if row["class"] == _TOTALS]
-            self._memo["partition_counts"] = (found, totals[0] if totals else (0, 0))
+            self._memo["aggregated"] = (found, totals[0] if totals else (0, 0))
         result: tuple[list[tuple[int | None, str, int]], tuple[int, int]] = \
-            self._memo["partition_counts"]
+            self._memo["aggregated"]
         return result
 
     def counts(self) -> dict[str, int]:
         """Discrepancy rows per class (all of :data:`CLASSES`, zeros included)."""
         totals = dict.fromkeys(CLASSES, 0)
-        for _, cls, n in self._partition_counts()[0]:
+        for _, cls, n in self._partition_counts():
             totals[cls] += n
         return totals
 
@@ -122,7 +126,7 @@ class Comparison:
         does not have, in append and upsert mode) are only in :meth:`counts`.
         """
         result: dict[int, dict[str, int]] = {}
-        for partition, cls, n in self._partition_counts()[0]:
+        for partition, cls, n in self._partition_counts():
             if partition is None:
                 continue
             result.setdefault(partition, dict.fromkeys(CLASSES, 0))[cls] += n
@@ -212,10 +216,10 @@ def _totals_row(summary: DataFrame) -> DataFrame:
     """The summary's totals as one row of the discrepancy schema (class :data:`_TOTALS`)."""
     sums = summary.agg(F.sum("_live_n").alias("topic_count"),
                        F.sum("_s_rows").alias("sink_count"))
-    return sums.select(*[
-        (F.lit(_TOTALS) if f.name == "class" else F.col(f.name)
-         if f.name in ("topic_count", "sink_count") else F.lit(None)).cast(f.dataType).alias(f.name)
-        for f in DISCREPANCY_SCHEMA.fields])
+    values = {"class": F.lit(_TOTALS), "topic_count": F.col("topic_count"),
+              "sink_count": F.col("sink_count")}
+    return sums.select(*[values.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name)
+                         for f in DISCREPANCY_SCHEMA.fields])
 
 
 # --- the first pass: the one shuffle and the summary that picks the suspects ------------
