@@ -23,7 +23,7 @@ from pathlib import Path
 from kaudit.connect.properties import properties_text
 from kaudit.errors import InputError, LabError, LabStateError
 from kaudit.lab import security as sec
-from kaudit.lab.process import log_tail
+from kaudit.lab.process import kafka_archive, log_tail
 from kaudit.lab.runtime import KafkaRuntime
 from kaudit.lab.state import LabNode, LabState
 
@@ -185,6 +185,9 @@ def _format(
             ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c",
              str(config), *extra],
         )
+        archive = kafka_archive(argv)  # read only: the brokers write it, with more classes
+        if archive is not None:
+            argv = [argv[0], *archive.options(write=False), *argv[1:]]
         out = open(Path(node.directory) / "format.log", "w")  # noqa: SIM115
         procs.append(
             (

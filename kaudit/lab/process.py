@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from kaudit.errors import LabError
+from kaudit.jvm import ClassArchive
 from kaudit.lab.state import LabNode, LabState, NodeState, command_line, node_state
 from kaudit.waiting import Deadline, wait_for
 
@@ -41,15 +42,49 @@ def log_tail(path: Path, lines: int = 1) -> str:
     return " | ".join(ln.strip() for ln in picked)[:500] or "(empty log)"
 
 
+def kafka_archive(argv: list[str]) -> ClassArchive | None:
+    """The class archive of the Kafka JVMs started with ``argv``'s Java and classpath
+    (brokers, controllers, the storage tool); None for a command line without one."""
+    if "-cp" not in argv[:-1]:
+        return None
+    classpath = argv[argv.index("-cp") + 1]
+    # The jars' names and times: jars replaced in place (a --kafka-home upgraded) make a
+    # new archive rather than one the JVM would refuse.
+    jars = sorted(Path(classpath[:-1]).glob("*.jar")) if classpath.endswith("/*") else []
+    stamps = []
+    for jar in jars:
+        with contextlib.suppress(OSError):
+            stamps.append(f"{jar.name}:{jar.stat().st_mtime_ns}")
+    return ClassArchive("kafka", argv[0], [classpath, *stamps])
+
+
+def archive_options(node: LabNode) -> list[str]:
+    """The class archive's options for ``node``'s next start (where the JVM writes it is
+    recorded in ``node``)."""
+    node.archive_partial = None
+    archive = kafka_archive(node.argv) if node.role in ("broker", "controller") else None
+    if archive is None:
+        return []
+    # Brokers write it: they load nearly every class a controller does, and more.
+    extra = archive.options(write=node.role == "broker",
+                            writer=f"{node.role}-{node.id}-{time.time_ns()}")
+    node.archive_partial = str(archive.partial) if archive.partial else None
+    return extra
+
+
 def launch(node: LabNode) -> None:
-    """Start ``node``'s process in a session of its own, its output appended to its log."""
+    """Start ``node``'s process in a session of its own, its output appended to its log.
+
+    A broker or controller starts from the lab's class archive when there is one; without
+    one, a broker writes it as it exits (see :func:`settle_archives`)."""
+    argv = [node.argv[0], *archive_options(node), *node.argv[1:]]
     log_file = open(node.log_path, "ab")  # noqa: SIM115
     try:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         log_file.write(f"{START_MARK}{node.role} {node.id} at {stamp}\n".encode())
         log_file.flush()
         proc = subprocess.Popen(
-            node.argv,
+            argv,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -91,9 +126,20 @@ def stop_nodes(nodes: list[LabNode], sig: signal.Signals, wait_s: float) -> list
     def still_alive() -> list[LabNode]:
         return [n for n in targets if node_state(n) is not NodeState.down]
 
-    if wait_for(lambda: not still_alive(), wait_s, every=0.2):
-        return []
-    return still_alive()
+    wait_for(lambda: not still_alive(), wait_s, every=0.2)
+    left = still_alive()
+    settle_archives([n for n in targets if n not in left], clean=sig is signal.SIGTERM)
+    return left
+
+
+def settle_archives(nodes: list[LabNode], clean: bool) -> None:
+    """``nodes`` have exited: the class archive each wrote on its way out is put in place
+    when it stopped ``clean`` (SIGTERM, and it exited by itself), dropped otherwise."""
+    for node in nodes:
+        archive = kafka_archive(node.argv)
+        if node.archive_partial and archive is not None:
+            archive.adopt(Path(node.archive_partial), clean)
+        node.archive_partial = None
 
 
 def await_state(node: LabNode, want: NodeState, wait_s: float) -> None:

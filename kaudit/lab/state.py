@@ -52,6 +52,8 @@ class LabNode:
     directory: str
     argv: list[str]
     pid: int | None = None
+    archive_partial: str | None = None
+    """Where the running JVM writes the lab's class archive as it exits, if it does."""
 
     @property
     def log_path(self) -> Path:
