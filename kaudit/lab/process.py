@@ -136,10 +136,10 @@ def settle_archives(nodes: list[LabNode], clean: bool) -> None:
     """``nodes`` have exited: the class archive each wrote on its way out is put in place
     when it stopped ``clean`` (SIGTERM, and it exited by itself), dropped otherwise."""
     for node in nodes:
-        archive = kafka_archive(node.argv)
-        if node.archive_partial and archive is not None:
-            archive.adopt(Path(node.archive_partial), clean)
-        node.archive_partial = None
+        partial, node.archive_partial = node.archive_partial, None
+        archive = kafka_archive(node.argv) if partial else None
+        if partial and archive is not None:
+            archive.adopt(Path(partial), clean)
 
 
 def await_state(node: LabNode, want: NodeState, wait_s: float) -> None:
