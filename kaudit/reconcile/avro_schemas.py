@@ -181,6 +181,11 @@ def load_schemas(writers: Path, reader: Path | None = None, *,
             match = _ID_FILE.match(path.name)
             if match:
                 found[int(match.group(1))] = read_schema_file(path, int(match.group(1)))
+            elif path.suffix == ".avsc" and not _same_file(path, reader):
+                # Left out, its records would only surface later as unknown schema ids.
+                raise InputError(f"{path}: a writer schema's file is named by its schema id "
+                                 "(ID.avsc, e.g. 1.avsc); keep other schemas out of "
+                                 f"{writers}")
         if not found:
             raise InputError(f"{writers}: no schema file named ID.avsc (e.g. 1.avsc) in it")
         by_id = found
@@ -194,6 +199,14 @@ def load_schemas(writers: Path, reader: Path | None = None, *,
     else:
         raise InputError(f"{writers}: no such schema file or directory")
     return resolved(by_id, reader, record_only=record_only)
+
+
+def _same_file(path: Path, other: Path | None) -> bool:
+    """Whether ``other`` (the reader schema, which may sit among the writers) is ``path``."""
+    try:
+        return other is not None and path.samefile(other)
+    except OSError:  # the reader schema's own absence is said where it is read
+        return False
 
 
 def registry_schemas(found: dict[int, Any], source: str, subject: str,

@@ -169,6 +169,8 @@ def test_reconcile_avro_input_errors_come_before_any_connection(tmp_path: Path) 
          "name the file ID.avsc"),
         (("--value-format", "avro-plain", "--value-schema", str(tmp_path)),
          "plain Avro records carry no schema id"),
+        (("--value-format", "avro", "--value-schema", str(tmp_path)),
+         f"{tmp_path / 'order.avsc'}: a writer schema's file is named by its schema id"),
         (("--value-format", "avro", "--value-schema", str(tmp_path / "1.avsc"),
           "--schema", "id BIGINT"), "--schema types JSON fields"),
         (("--value-format", "avro", "--value-schema", str(tmp_path / "1.avsc"),

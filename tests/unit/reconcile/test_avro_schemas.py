@@ -173,6 +173,20 @@ def test_a_missing_path_or_an_empty_directory_is_said(tmp_path: Path) -> None:
         load_schemas(tmp_path)
 
 
+def test_a_misnamed_schema_among_the_writers_is_refused_unless_it_is_the_reader(
+        tmp_path: Path) -> None:
+    write(tmp_path / "1.avsc", V1)
+    misnamed = write(tmp_path / "v2.avsc", V2)
+    (tmp_path / "README").write_text("not a schema", encoding="utf-8")  # not .avsc: let be
+    with pytest.raises(InputError) as err:
+        load_schemas(tmp_path)
+    assert err.value.message.startswith(f"{misnamed}: a writer schema's file is named by its "
+                                        "schema id (ID.avsc, e.g. 1.avsc)")
+    # The reader schema may sit among the writers.
+    schemas = load_schemas(tmp_path, misnamed)
+    assert list(schemas.writers) == [1] and schemas.reader.source == str(misnamed)
+
+
 def test_never_null_fields_tell_a_decoded_record_from_permissives_record_of_nulls() -> None:
     assert never_null_fields(V2) == ["id", "amount", "currency"]  # note is ["null", ...]
     nullable = {**V1, "fields": [{"name": "a", "type": ["null", "int"], "default": None}]}
