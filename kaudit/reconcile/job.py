@@ -20,7 +20,7 @@ from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic, joined_key
 from kaudit.reconcile.decode_avro import avro_events
 from kaudit.reconcile.envelope import check_events, connect_rows, event_context
-from kaudit.reconcile.infer import field_paths
+from kaudit.reconcile.infer import field_paths, not_objects
 from kaudit.reconcile.request import ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
 from kaudit.reconcile.source import (
@@ -93,13 +93,15 @@ def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
     elif request.envelope == "connect":
         rows = connect_rows(texts)
     known = field_paths(rows)
+    hint = None if known else not_objects(rows)
     for name in wanted:
         if name not in known:
-            raise InputError(
-                f"topic {request.topic} values have no field {name!r} in the {len(texts)} "
-                f"records sampled from each partition's start and end (fields: "
-                f"{', '.join(sorted(known)) or 'none'}); if it appears elsewhere, name its "
-                "type with --schema")
+            sampled = (f"topic {request.topic} values have no field {name!r} in the "
+                       f"{len(texts)} records sampled from each partition's start and end")
+            if hint:
+                raise InputError(f"{sampled} (none of them is a JSON object: {hint})")
+            raise InputError(f"{sampled} (fields: {', '.join(sorted(known)) or 'none'}); if "
+                             "it appears elsewhere, name its type with --schema")
 
 
 def check_avro_fields(request: ReconcileRequest) -> None:

@@ -150,6 +150,20 @@ def test_two_schema_versions_against_parquet_in_append_mode(
     assert "undecodable sample says why" in stderr
 
 
+def test_avro_read_as_json_is_exit_2_before_spark_with_the_format_to_use(
+        lab: Lab, avro_topic: dict[str, Any], parquet_sink: Path) -> None:
+    code, doc, stderr = reconcile(
+        lab, "--topic", avro_topic["name"], "--sink", f"parquet:{parquet_sink}", "--key", "id",
+        "--compare", "status")
+    framed = N + len(BAD) - 1  # all but the record with the bad magic byte
+    assert (code, doc) == (2, {}), stderr
+    assert stderr == (
+        f"kaudit: error: topic {avro_topic['name']} values have no field 'id' in the "
+        f"{N + len(BAD)} records sampled from each partition's start and end (none of them "
+        f"is a JSON object: {framed} of {N + len(BAD)} start as Confluent's Avro framing "
+        "does, a zero byte and a schema id: --value-format avro reads them)\n")
+
+
 def test_upsert_mode_against_postgres_with_tombstones(
         lab: Lab, avro_topic: dict[str, Any], postgres: Postgres, tmp_path: Path) -> None:
     table = f"avro_orders_{uuid.uuid4().hex[:6]}"
