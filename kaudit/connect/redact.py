@@ -23,10 +23,14 @@ _SECRET_KEY = re.compile(
     r"ssl_key|private[._-]?key|shared[._-]?key|credentials?|token|api[._-]?key)",
     re.IGNORECASE,
 )
-# Inline secrets in JAAS strings and URLs, in case one was never registered.
-_JAAS_SECRET = re.compile(r'((?:password|clientSecret|secret)\s*=\s*)("[^"]*"|\S+?)(;|\s|$)')
-_URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)([^@/\s]+)(@)")
-_QUERY_PASSWORD = re.compile(r"([?&](?:password|secret)=)([^&\s]+)", re.IGNORECASE)
+# Inline secrets in JAAS strings and URLs, in case one was never registered. An unquoted
+# value ends at an unescaped double quote too: in a rendered JSON report that quote closes
+# the string the secret sits in, and masking it away would break the document. A URL's
+# query parameter (after "?" or "&") is _QUERY_PASSWORD's, which ends it at the next "&".
+_JAAS_SECRET = re.compile(
+    r'(?<![?&])((?:password|clientSecret|secret)\s*=\s*)("[^"]*"|(?:\\.|[^\s;"\\])+?)(;|\s|"|$)')
+_URL_PASSWORD = re.compile(r'(://[^:/@\s"]+:)([^@/\s"]+)(@)')
+_QUERY_PASSWORD = re.compile(r'([?&](?:password|secret)=)((?:\\.|[^&\s"\\])+)', re.IGNORECASE)
 
 _lock = threading.Lock()
 _known_secrets: set[str] = set()

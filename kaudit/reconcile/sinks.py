@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote, urlencode
 
 from kaudit.connect.redact import is_secret_key, register_secret
 from kaudit.errors import ConnectionFailure, InputError
@@ -44,7 +44,7 @@ class SinkSpec:
     def describe(self) -> str:
         """The sink as reports show it (passwords masked by the report's redaction)."""
         if self.kind == "jdbc":
-            return f"{self.location}?table={self.table}"
+            return f"{self.location}{'&' if '?' in self.location else '?'}table={self.table}"
         return f"{self.kind}:{self.location}"
 
     @property
@@ -66,7 +66,9 @@ def parse_sink(uri: str, options: dict[str, str]) -> SinkSpec:
                 register_secret(params[secret_key])
         opts = dict(options)
         if params:
-            base = base + "?" + "&".join(f"{k}={v}" for k, v in params.items())
+            # Encoded again as they came: a password with "&" or "%" in it arrives
+            # percent-encoded, and the driver decodes it.
+            base = base + "?" + urlencode(params, quote_via=quote)
         password_file = opts.pop("password-file", None)
         if password_file:
             try:

@@ -192,6 +192,28 @@ def test_upsert_mode_against_postgres_with_tombstones(lab: Lab, topic: dict[str,
     assert after == before  # the sink is only read
 
 
+def test_a_password_with_url_characters_in_the_jdbc_url_reads_the_sink_and_never_shows(
+        lab: Lab, topic: dict[str, Any], postgres: Postgres) -> None:
+    from urllib.parse import quote
+
+    role, password = f"amp_{uuid.uuid4().hex[:6]}", "p&ss %w0rd+x"
+    table = f"orders_{uuid.uuid4().hex[:6]}"
+    postgres.psql(f"create role {role} login password '{password}'")
+    postgres.psql(f"create table {table} (id bigint, status text)")
+    postgres.psql(f"grant select on {table} to {role}")
+    encoded = quote(password, safe="")
+    code, doc, stderr = reconcile(
+        lab, "--topic", topic["name"], "--key", "id", "--compare", "status", "--sink",
+        f"{postgres.jdbc_url}?table={table}&user={role}&password={encoded}")
+    # Read as that role (an empty table: every record is missing), not refused (exit 3).
+    assert code == 1, stderr
+    assert doc["counts"]["missing_in_sink"] == doc["counts"]["topic_records"] == N
+    assert doc["sink"]["uri"] == (f"{postgres.jdbc_url}?user={role}&password=*****"
+                                  f"&table={table}")
+    shown = json.dumps(doc) + stderr
+    assert password not in shown and encoded not in shown
+
+
 def test_matching_sink_exits_0(lab: Lab, topic: dict[str, Any], tmp_path: Path) -> None:
     sink = tmp_path / "good.jsonl"
     sink.write_text("".join(

@@ -43,3 +43,18 @@ def test_structures_under_secret_keys_are_recursed_not_replaced() -> None:
     assert out["ssl.key.password"] == {"value": None, "source": "DEFAULT_CONFIG"}
     assert out["sasl.jaas.config"]["source"] == "STATIC"
     assert "pw1" not in out["sasl.jaas.config"]["value"]
+
+
+def test_a_rendered_json_report_stays_json_with_inline_secrets_masked() -> None:
+    import json
+
+    doc = {"uri": "jdbc:postgresql://h:5432/db?user=u&password=p%26ss%20x&table=orders",
+           "jaas": 'PlainLoginModule required username="u" password="zz\\"z";',
+           "bare": "password=tail", "url": "http://bob:hunter2@host/x",
+           "properties": "sasl.password=swordfish next"}
+    rendered = redact(json.dumps(doc, indent=2))
+    back = json.loads(rendered)  # the quotes that close the strings are kept
+    assert back == {"uri": f"jdbc:postgresql://h:5432/db?user=u&password={MASK}&table=orders",
+                    "jaas": f'PlainLoginModule required username="u" password={MASK};',
+                    "bare": f"password={MASK}", "url": f"http://bob:{MASK}@host/x",
+                    "properties": f"sasl.password={MASK} next"}

@@ -44,3 +44,16 @@ def test_an_iceberg_name_cannot_break_out_of_its_identifiers() -> None:
 
     assert _quoted("lake.shop.orders") == "`lake`.`shop`.`orders`"
     assert _quoted("lake.shop.x` UNION SELECT 1 --") == "`lake`.`shop`.`x`` UNION SELECT 1 --`"
+
+
+def test_a_jdbc_urls_parameters_reach_the_driver_encoded_as_they_came() -> None:
+    # A password with "&", "%", "+" and a space arrives percent-encoded; joined back
+    # decoded, the driver would read the password up to the "&" and a stray parameter.
+    sink = parse_sink("jdbc:postgresql://db:5432/shop?table=orders&user=kaudit"
+                      "&password=p%26ss%25%2Bw%20rd", {})
+    assert (sink.location, sink.table) == (
+        "jdbc:postgresql://db:5432/shop?user=kaudit&password=p%26ss%25%2Bw%20rd", "orders")
+    assert sink.describe() == f"{sink.location}&table=orders"
+    assert "p&ss%+w rd" not in redact("FATAL: password p&ss%+w rd refused")
+    assert parse_sink("jdbc:postgresql://db/shop?table=orders", {}).describe() == \
+        "jdbc:postgresql://db/shop?table=orders"
