@@ -9,11 +9,13 @@ from a client library, a log line, a JAAS string).
 from __future__ import annotations
 
 import functools
+import html
 import json
 import re
 import threading
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 MASK = "*****"
 
@@ -26,11 +28,13 @@ _SECRET_KEY = re.compile(
 # Inline secrets in JAAS strings and URLs, in case one was never registered. An unquoted
 # value ends at an unescaped double quote too: in a rendered JSON report that quote closes
 # the string the secret sits in, and masking it away would break the document. A URL's
-# query parameter (after "?" or "&") is _QUERY_PASSWORD's, which ends it at the next "&".
-_JAAS_SECRET = re.compile(
-    r'(?<![?&])((?:password|clientSecret|secret)\s*=\s*)("[^"]*"|(?:\\.|[^\s;"\\])+?)(;|\s|"|$)')
+# query parameter (after "?" or "&", or "&amp;" in a page) is _QUERY_PASSWORD's, which ends
+# it at the next "&".
+_JAAS_SECRET = re.compile(r'(?<![?&])(?<!&amp;)((?:password|clientSecret|secret)\s*=\s*)'
+                          r'("[^"]*"|(?:\\.|[^\s;"\\])+?)(;|\s|"|$)')
 _URL_PASSWORD = re.compile(r'(://[^:/@\s"]+:)([^@/\s"]+)(@)')
-_QUERY_PASSWORD = re.compile(r'([?&](?:password|secret)=)((?:\\.|[^&\s"\\])+)', re.IGNORECASE)
+_QUERY_PASSWORD = re.compile(r'((?:[?&]|&amp;)(?:password|secret)=)((?:\\.|[^&\s"\\])+)',
+                             re.IGNORECASE)
 
 _lock = threading.Lock()
 _known_secrets: set[str] = set()
@@ -47,11 +51,12 @@ def register_secret(value: str | None) -> None:
     """Remember a secret value so that :func:`redact` masks it anywhere."""
     # Very short values would mask ordinary words; a real credential is longer.
     if value and len(value) >= 3:
-        # Also its JSON-escaped form: a rendered report holds that, not the raw text.
-        escaped = json.dumps(value, ensure_ascii=False)[1:-1]
+        # Also the forms it takes where it is written out: JSON-escaped (a rendered report),
+        # HTML-escaped (a page), percent-encoded (a URL's parameter).
+        forms = {value, json.dumps(value, ensure_ascii=False)[1:-1], html.escape(value),
+                 quote(value, safe="")}
         with _lock:
-            _known_secrets.add(value)
-            _known_secrets.add(escaped)
+            _known_secrets.update(forms)
             _refresh_longest_first()
 
 

@@ -193,7 +193,8 @@ def test_upsert_mode_against_postgres_with_tombstones(lab: Lab, topic: dict[str,
 
 
 def test_a_password_with_url_characters_in_the_jdbc_url_reads_the_sink_and_never_shows(
-        lab: Lab, topic: dict[str, Any], postgres: Postgres) -> None:
+        lab: Lab, topic: dict[str, Any], postgres: Postgres, tmp_path: Path) -> None:
+    import html
     from urllib.parse import quote
 
     role, password = f"amp_{uuid.uuid4().hex[:6]}", "p&ss %w0rd+x"
@@ -212,6 +213,16 @@ def test_a_password_with_url_characters_in_the_jdbc_url_reads_the_sink_and_never
                                   f"&table={table}")
     shown = json.dumps(doc) + stderr
     assert password not in shown and encoded not in shown
+    page = tmp_path / "report.html"
+    code, _, stderr = reconcile(
+        lab, "--topic", topic["name"], "--key", "id", "--compare", "status", "--sink",
+        f"{postgres.jdbc_url}?table={table}&user={role}&password={encoded}",
+        "-o", str(page), "--format", "html")
+    assert code == 1, stderr
+    text = page.read_text(encoding="utf-8")
+    assert f"&amp;table={table}" in text  # the sink is on the page, its password not
+    for form in (password, encoded, html.escape(password)):
+        assert form not in text + stderr, form
 
 
 def test_matching_sink_exits_0(lab: Lab, topic: dict[str, Any], tmp_path: Path) -> None:

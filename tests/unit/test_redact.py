@@ -58,3 +58,15 @@ def test_a_rendered_json_report_stays_json_with_inline_secrets_masked() -> None:
                     "jaas": f'PlainLoginModule required username="u" password={MASK};',
                     "bare": f"password={MASK}", "url": f"http://bob:{MASK}@host/x",
                     "properties": f"sasl.password={MASK} next"}
+
+
+def test_a_registered_secret_is_masked_html_escaped_and_percent_encoded_too() -> None:
+    register_secret('p&ss"w<rd> x')
+    page = redact("<td>p&amp;ss&quot;w&lt;rd&gt; x</td> db?auth=p%26ss%22w%3Crd%3E%20x&a=1")
+    assert page == f"<td>{MASK}</td> db?auth={MASK}&a=1"
+
+
+def test_a_urls_password_in_a_page_is_masked_and_the_rest_of_the_url_kept() -> None:
+    page = "<p>jdbc:postgresql://db/shop?user=u&amp;password=s3cr%26t&amp;table=orders</p>"
+    assert redact(page) == f"<p>jdbc:postgresql://db/shop?user=u&amp;password={MASK}" \
+                           "&amp;table=orders</p>"
