@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kaudit.connect.redact import MASK, redact
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.probe.consume.sink import (
     SinkTarget,
@@ -91,6 +92,9 @@ def test_tables_are_named_after_the_run_and_a_password_is_never_shown() -> None:
         "kaudit_consume_abc123_processed", "kaudit_consume_abc123_offsets")
     assert "s3cr3t-pw" not in target.shown() and "db.example:5432/results" in target.shown()
     assert parse_sink("postgres://h/db", "r").scheme == "postgresql"
+    # A percent-encoded password is masked as written and as the driver reads it.
+    parse_sink("postgresql://kaudit:p%40ss%26w0rd@db:5432/results", "r")
+    assert redact("p%40ss%26w0rd and p@ss&w0rd") == f"{MASK} and {MASK}"
 
 
 @pytest.mark.parametrize("uri", ["mysql://h/db", "sqlite:", "results.db"])
