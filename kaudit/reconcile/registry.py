@@ -18,6 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from kaudit.connect.redact import register_secret
 from kaudit.errors import ConnectionFailure, InputError
 
 #: A registry answers a small request in well under a second; a slow one is waited on at
@@ -35,13 +36,20 @@ class Registry:
 
     @classmethod
     def parse(cls, url: str) -> Registry:
-        parts = urllib.parse.urlsplit(url)
+        shown = url if "@" not in url else "the URL given"
+        try:
+            parts = urllib.parse.urlsplit(url)
+            port = parts.port  # a port that is not a number is found here
+        except ValueError as exc:  # "Port out of range", "Invalid IPv6 URL"
+            raise InputError(f"--schema-registry {shown}: not a URL ({exc})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            shown = url if "@" not in url else "the URL given"
             raise InputError(f"--schema-registry {shown}: not an http(s) URL")
         authorization = None
-        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        netloc = host + (f":{port}" if port else "")
         if parts.username is not None:
+            for password in (parts.password, urllib.parse.unquote(parts.password or "")):
+                register_secret(password)  # masked wherever it could show up
             secret = f"{urllib.parse.unquote(parts.username)}:" \
                      f"{urllib.parse.unquote(parts.password or '')}"
             authorization = "Basic " + base64.b64encode(secret.encode()).decode()
