@@ -34,3 +34,23 @@ def graceful_interrupt(message: str) -> Iterator[threading.Event]:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """In the block, SIGTERM raises KeyboardInterrupt as Ctrl-C does: for a command whose
+    clean-up on an interrupt is an except clause (``lab up`` stops the nodes it started),
+    not a wind-down. Python lets only the main thread set a handler: elsewhere (a test's
+    runner thread) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(_sig: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

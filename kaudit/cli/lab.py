@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kaudit.cli import options
+from kaudit.cli.interrupt import sigterm_as_interrupt
 from kaudit.errors import ExitCode, LabStateError
 from kaudit.lab.runtime import DEFAULT_KAFKA_VERSION, kafka_runtime
 from kaudit.lab.security import Security
@@ -104,17 +105,20 @@ def up(
     worker = parse_key_values(connect_config or [], "--connect-config")
     if worker and not connect:
         raise LabStateError("--connect-config is for the Kafka Connect worker: add --connect")
-    state = manager.lab_up(
-        directory,
-        lambda: kafka_runtime(kafka_version, kafka_home),
-        brokers=brokers,
-        controllers=controllers,
-        broker_config=extra,
-        wait_s=wait,
-        security=security,
-        connect=worker if connect else None,
-        say=_say,
-    )
+    # A CI job's cancel or a `kill` mid-start stops the nodes this start launched, as
+    # Ctrl-C does, rather than leaving them running unready.
+    with sigterm_as_interrupt():
+        state = manager.lab_up(
+            directory,
+            lambda: kafka_runtime(kafka_version, kafka_home),
+            brokers=brokers,
+            controllers=controllers,
+            broker_config=extra,
+            wait_s=wait,
+            security=security,
+            connect=worker if connect else None,
+            say=_say,
+        )
     _say(f"ready: {len(state.brokers)} brokers, Kafka {state.kafka_version}, state in {directory}")
     if state.client_properties is not None:
         _say(f"{state.security}: client settings in {state.client_properties}; "

@@ -262,3 +262,42 @@ def test_second_lab_side_by_side_and_broker_that_dies_on_start(lab: Lab) -> None
         assert [n["state"] for n in left["brokers"] + left["controllers"]] == ["down", "down"]
     # the first lab is untouched
     assert all(b["alive"] for b in lab.status()["brokers"])  # type: ignore[union-attr,index]
+
+
+def test_sigterm_during_lab_up_stops_every_node_it_started(lab: Lab) -> None:
+    """A CI job's cancel (SIGTERM) while `lab up` waits for its brokers: the nodes it
+    launched are stopped, exit 130. The brokers are pointed at a controller port nothing
+    listens on, so the lab can never be ready before the signal lands."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory(prefix="kaudit-lab-term-") as other:
+        state = Path(other) / "lab"
+        up = subprocess.Popen(
+            [sys.executable, "-m", "kaudit", "lab", "up", "--state-dir", str(state),
+             "--wait", "300", "--broker-config", "controller.quorum.voters=100@127.0.0.1:1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            def launched() -> list[int]:
+                try:
+                    nodes = json.loads((state / "lab.json").read_text())["nodes"]
+                except (OSError, ValueError, KeyError):
+                    return []
+                return [n["pid"] for n in nodes] if all(n.get("pid") for n in nodes) else []
+
+            wait_until(lambda: bool(launched()), 120, "lab up to launch its nodes")
+            pids = launched()
+            assert len(pids) == 4 and up.poll() is None
+            up.send_signal(signal.SIGTERM)
+            _, stderr = up.communicate(timeout=60)
+            assert up.returncode == 130, stderr
+            assert "Traceback" not in stderr
+            # Each node was killed and waited for before lab up exited.
+            assert [p for p in pids if os.path.exists(f"/proc/{p}")] == [], pids
+        finally:
+            if up.poll() is None:
+                up.kill()
+            run_kaudit("lab", "down", "--purge", "--state-dir", str(state))
+    assert all(b["alive"] for b in lab.status()["brokers"])  # type: ignore[union-attr,index]

@@ -21,3 +21,29 @@ def test_the_first_signal_asks_to_wind_down_the_second_aborts(
             os.kill(os.getpid(), sig)
     assert capsys.readouterr().err == "winding down\n"
     assert signal.getsignal(sig) is before  # put back afterwards
+
+
+def test_sigterm_as_interrupt_raises_keyboard_interrupt_in_its_block_only() -> None:
+    from kaudit.cli.interrupt import sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_sigterm_as_interrupt_leaves_a_thread_that_cannot_set_handlers_as_it_is() -> None:
+    import threading
+
+    from kaudit.cli.interrupt import sigterm_as_interrupt
+
+    ran: list[bool] = []
+
+    def work() -> None:
+        with sigterm_as_interrupt():
+            ran.append(True)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert ran == [True]
