@@ -220,6 +220,8 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
 
     started = time.monotonic()
     quiet_pyspark_errors()
+    request.check()
+    _make_output_dir(request)  # before the long run, not after it
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
     check_avro_fields(request)
     for jar in request.jars or []:
@@ -355,6 +357,21 @@ def shuffle_partitions_for(records: int) -> int:
     more for big topics, so that no task spills its sort to disk (a 10 M record run
     spilled 1.9 GB with 8)."""
     return max(8, -(-2 * records // ROWS_PER_SHUFFLE_PARTITION))
+
+
+def _make_output_dir(request: ReconcileRequest) -> None:
+    """Create ``--output-dir`` now: one that cannot be is exit 2 before anything is read,
+    not an error after the whole comparison."""
+    if not request.output_dir:
+        return
+    out = Path(request.output_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--output-dir {request.output_dir}: not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--output-dir {request.output_dir}: cannot create it: "
+                         f"{exc.strerror or exc}") from None
 
 
 def _write_discrepancies(discrepancies: Any, request: ReconcileRequest) -> list[str]:

@@ -65,6 +65,16 @@ class ReconcileRequest:
     jars: list[str] | None = None
     samples: int = 5
 
+    def check(self) -> None:
+        """Usage errors the options alone show (exit 2), found before anything is read."""
+        self.key_fields()
+        twice = sorted({c for c in self.compare if self.compare.count(c) > 1})
+        if twice:
+            raise InputError(f"--compare names {', '.join(twice)} more than once")
+        if self.csv and not self.output_dir:
+            raise InputError("--csv writes the discrepancy set as CSV beside its Parquet: "
+                             "add --output-dir DIR")
+
     def key_fields(self) -> list[str]:
         """The key's fields; ``["@key"]`` for the Kafka message key."""
         fields = [f.strip() for f in self.key.split(",") if f.strip()]

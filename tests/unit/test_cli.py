@@ -143,7 +143,20 @@ def test_a_topic_name_kafka_refuses_is_exit_2_before_any_request(args: tuple[str
     (("--from", "2026-11-02T00:00:00Z", "--to", "2026-11-01T00:00:00Z"),
      "kaudit: error: --from '2026-11-02T00:00:00Z' is later than --to "
      "'2026-11-01T00:00:00Z'\n"),
-], ids=["jars", "from-to"])
+    (("--key", "id", "--compare", "amount,status,amount"),
+     "kaudit: error: --compare names amount more than once\n"),
+    (("--key", " , "),
+     "kaudit: error: --key: give a field name, several joined by commas, or @key\n"),
+    (("--key", "id", "--csv"),
+     "kaudit: error: --csv writes the discrepancy set as CSV beside its Parquet: add "
+     "--output-dir DIR\n"),
+    (("--key", "id", "--output-dir", "/proc/kaudit-out"),
+     "kaudit: error: --output-dir /proc/kaudit-out: cannot create it: No such file or "
+     "directory\n"),
+    (("--key", "id", "--output-dir", "/dev/null"),
+     "kaudit: error: --output-dir /dev/null: not a directory\n"),
+], ids=["jars", "from-to", "compare-twice", "no-key", "csv-alone", "out-uncreatable",
+        "out-not-dir"])
 def test_reconcile_input_errors_come_before_any_connection(tmp_path: Path,
                                                            extra: tuple[str, ...],
                                                            message: str) -> None:
