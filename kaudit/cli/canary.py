@@ -110,6 +110,12 @@ def canary(
                          "or seconds")
     if events is not None and not events.parent.is_dir():
         raise InputError(f"--events {events}: no such directory {events.parent}")
+    if events is not None:
+        try:  # appended to from the first event on: one that cannot be is found now
+            events.open("a", encoding="utf-8").close()
+        except OSError as exc:
+            raise InputError(f"--events {events}: cannot write it: "
+                             f"{exc.strerror or exc}") from None
     producer = ProbeSettings(
         acks=acks.value, idempotence=idempotence, message_size=message_size, rate=rate,
         transactional=transactional, txn_size=txn_size, abort_ratio=abort_ratio,

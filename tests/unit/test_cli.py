@@ -390,3 +390,18 @@ def test_prove_without_a_lab_is_exit_2_before_any_run(tmp_path: Path) -> None:
     assert result.code == 2
     assert result.stderr.strip() == (f"kaudit: error: no lab in {tmp_path / 'none'} "
                                      "(start one with `kaudit lab up`)")
+
+
+@pytest.mark.parametrize("where, why", [
+    ("{tmp}/no-such-dir/events.jsonl", "no such directory {tmp}/no-such-dir"),
+    ("{tmp}", "cannot write it: Is a directory"),
+    ("/proc/kaudit-events.jsonl", "cannot write it: No such file or directory"),
+])
+def test_canary_events_file_that_cannot_be_written_is_exit_2_before_kafka(
+        tmp_path: Path, where: str, why: str) -> None:
+    events = where.format(tmp=tmp_path)
+    # Nothing listens on port 1: this is found before Kafka is asked anything.
+    result = run_in_process("canary", "-b", "127.0.0.1:1", "--duration", "1",
+                            "--events", events)
+    assert (result.code, result.stderr) == (
+        2, f"kaudit: error: --events {events}: {why.format(tmp=tmp_path)}\n")
