@@ -35,7 +35,6 @@ def graceful_interrupt(message: str) -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
-
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """In the block, SIGTERM raises KeyboardInterrupt as Ctrl-C does: for a command whose

@@ -38,6 +38,10 @@ def _walk(value: dict[str, Any], prefix: str, paths: set[str]) -> None:
             _walk(inner, path + ".", paths)
 
 
+#: How :func:`not_objects` names the JSON values that are not objects.
+_JSON_KINDS = {list: "arrays", str: "strings", int: "numbers", float: "numbers",
+               bool: "booleans"}
+
 
 def not_objects(samples: Iterable[str | bytes | None]) -> str | None:
     """When no sampled value is a JSON object, what the values look like instead, as a hint
@@ -66,7 +70,3 @@ def not_objects(samples: Iterable[str | bytes | None]) -> str | None:
                 "each value whole")
     return ("they are not all JSON: --value-format string or bytes compares each value "
             "whole, avro-plain decodes a bare Avro body")
-
-
-_JSON_KINDS = {list: "arrays", str: "strings", int: "numbers", float: "numbers",
-               bool: "booleans"}

@@ -67,8 +67,9 @@ def parse_sink(uri: str, options: dict[str, str]) -> SinkSpec:
         opts = dict(options)
         if params:
             # Encoded again as they came: a password with "&" or "%" in it arrives
-            # percent-encoded, and the driver decodes it.
-            base = base + "?" + urlencode(params, quote_via=quote)
+            # percent-encoded, and the driver decodes it. Paths (sslrootcert=/etc/...) stay
+            # readable.
+            base = base + "?" + urlencode(params, safe="/:", quote_via=quote)
         password_file = opts.pop("password-file", None)
         if password_file:
             try:

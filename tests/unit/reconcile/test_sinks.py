@@ -57,3 +57,5 @@ def test_a_jdbc_urls_parameters_reach_the_driver_encoded_as_they_came() -> None:
     assert "p&ss%+w rd" not in redact("FATAL: password p&ss%+w rd refused")
     assert parse_sink("jdbc:postgresql://db/shop?table=orders", {}).describe() == \
         "jdbc:postgresql://db/shop?table=orders"
+    paths = parse_sink("jdbc:postgresql://db/shop?table=orders&sslrootcert=/etc/ca.pem", {})
+    assert paths.location == "jdbc:postgresql://db/shop?sslrootcert=/etc/ca.pem"
