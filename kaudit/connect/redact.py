@@ -15,7 +15,7 @@ import re
 import threading
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 MASK = "*****"
 
@@ -52,9 +52,10 @@ def register_secret(value: str | None) -> None:
     # Very short values would mask ordinary words; a real credential is longer.
     if value and len(value) >= 3:
         # Also the forms it takes where it is written out: JSON-escaped (a rendered report),
-        # HTML-escaped (a page), percent-encoded (a URL's parameter).
+        # HTML-escaped (a page), percent-encoded (a URL's parameter), and decoded (one
+        # taken from a URL, as its driver reads it).
         forms = {value, json.dumps(value, ensure_ascii=False)[1:-1], html.escape(value),
-                 quote(value, safe="")}
+                 quote(value, safe=""), unquote(value)}
         with _lock:
             _known_secrets.update(forms)
             _refresh_longest_first()

@@ -377,8 +377,7 @@ def _make_output_dir(request: ReconcileRequest) -> None:
 def _write_discrepancies(discrepancies: Any, request: ReconcileRequest) -> list[str]:
     if not request.output_dir:
         return []
-    out = Path(request.output_dir).expanduser()
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(request.output_dir).expanduser()  # made by _make_output_dir
     stamp = re.sub(r"[^0-9]", "", datetime.now(UTC).isoformat(timespec="seconds"))
     files = [str(out / f"discrepancies-{stamp}.parquet")]
     discrepancies.write.mode("errorifexists").parquet(files[0])

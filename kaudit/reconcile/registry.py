@@ -48,8 +48,7 @@ class Registry:
         host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
         netloc = host + (f":{port}" if port else "")
         if parts.username is not None:
-            for password in (parts.password, urllib.parse.unquote(parts.password or "")):
-                register_secret(password)  # masked wherever it could show up
+            register_secret(parts.password)  # masked wherever it could show up
             secret = f"{urllib.parse.unquote(parts.username)}:" \
                      f"{urllib.parse.unquote(parts.password or '')}"
             authorization = "Basic " + base64.b64encode(secret.encode()).decode()

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from kaudit.connect.redact import is_secret_key, redact, register_secret
 from kaudit.errors import ConnectionFailure, InputError, RuntimeUnavailable
@@ -72,9 +72,7 @@ def parse_sink(uri: str, run_id: str) -> SinkTarget:
     prefix = f"kaudit_consume_{run_id}"
     if uri.startswith(("postgresql://", "postgres://")):
         # Masked wherever it could show up later (a driver's error, a log line).
-        password = urlsplit(uri).password
-        register_secret(password)
-        register_secret(unquote(password) if password else None)  # as the driver reads it
+        register_secret(urlsplit(uri).password)
         for key, value in parse_qsl(urlsplit(uri).query):
             if is_secret_key(key):
                 register_secret(value)
