@@ -10,8 +10,10 @@ from typing import Annotated
 import typer
 
 from kaudit.cli import options
+from kaudit.cli.clicompat import Choice
 from kaudit.cli.ending import written
 from kaudit.errors import ExitCode
+from kaudit.reconcile.modes import MODES
 from kaudit.report.base import render
 from kaudit.report.output import choose_format, emit
 
@@ -37,12 +39,6 @@ class KeyFormat(StrEnum):
     avro_plain = "avro-plain"
 
 
-class Mode(StrEnum):
-    """How topic records and sink rows correspond."""
-
-    append = "append"
-    upsert = "upsert"
-    coordinates = "coordinates"
 
 
 class Envelope(StrEnum):
@@ -115,11 +111,11 @@ def reconcile(
                                    "connect: the record is the payload of Kafka Connect's "
                                    "JSON converter (schemas.enable=true), where it has one."
     )] = Envelope.none,
-    mode: Annotated[Mode | None, typer.Option(
-        case_sensitive=False, rich_help_panel=MATCH, show_default=False,
-        help="append: multisets of keys; upsert: latest record per key; coordinates: the "
-             "sink stores partition/offset [default: append; upsert with --envelope "
-             "debezium].")] = None,
+    mode: Annotated[str | None, typer.Option(
+        click_type=Choice(list(MODES), case_sensitive=False), rich_help_panel=MATCH,
+        show_default=False,
+        help="; ".join(f"{name}: {what}" for name, what in MODES.items())
+        + " [default: append; upsert with --envelope debezium].")] = None,
     compare: Annotated[str | None, typer.Option(
         metavar="FIELD[,FIELD]", rich_help_panel=MATCH,
         help="Payload fields compared with sink columns of the same name (or --map).")
@@ -184,7 +180,7 @@ def reconcile(
         key_format=key_format.value,
         key_avro=key_schemas_for(key_format.value, key_schema, source),
         envelope=envelope.value,
-        mode=mode_for(envelope.value, mode and mode.value, value_format.value),
+        mode=mode_for(envelope.value, mode, value_format.value),
         compare=tuple(c.strip() for c in (compare or "").split(",") if c.strip()),
         column_map=parse_key_values(map or [], "--map"), start=from_, end=to,
         read_committed=read_committed,

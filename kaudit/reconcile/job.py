@@ -127,11 +127,14 @@ def shape_sink(df: Any, request: ReconcileRequest) -> Any:
     """key, compare columns (and partition/offset in coordinates mode), from sink columns."""
     from pyspark.sql import functions as F
 
+    from kaudit.reconcile.plan import PLANS
+
     names = set(df.columns)
     wanted = request.sink_key_columns() + [request.sink_column(c) for c in request.compare]
     coordinates = {c: coordinate_column(request, c, names)
                    for c in ("partition", "offset", "topic")}
-    if request.mode == "coordinates":
+    by_coordinates = PLANS[request.mode].by_coordinates
+    if by_coordinates:
         wanted += [coordinates["partition"], coordinates["offset"]]
     missing = [c for c in wanted if c not in names]
     if missing:
@@ -140,7 +143,7 @@ def shape_sink(df: Any, request: ReconcileRequest) -> Any:
                          "with --map FIELD=COLUMN")
     key = joined_key([F.col(c).cast("string") for c in request.sink_key_columns()])
     columns = [key.alias("key")] + [F.col(request.sink_column(c)) for c in request.compare]
-    if request.mode == "coordinates":
+    if by_coordinates:
         columns += [F.col(coordinates["partition"]).cast("int").alias("partition"),
                     F.col(coordinates["offset"]).cast("long").alias("offset")]
         topic_column = coordinates["topic"]
@@ -259,7 +262,7 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
 
     from pyspark.sql import functions as F
 
-    from kaudit.reconcile.plan import CompareOptions, compare
+    from kaudit.reconcile.plan import PLANS, CompareOptions, compare
 
     # The one big shuffle gets its partitions from the topic's size (CompareOptions); every
     # other shuffle of the run moves a few rows: a partition per core, not a task per
@@ -277,7 +280,7 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
         for c in request.compare:
             column = request.sink_column(c)
             sink = sink.withColumn(column, F.xxhash64(F.col(column).cast("binary")))
-    if request.mode == "coordinates":
+    if PLANS[request.mode].by_coordinates:
         # Rows outside the pinned range were written before or after it: not ours to judge.
         in_range = F.lit(False)
         for r in ranges:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import AVRO_FORMATS, AvroSchemas, record_fields
 from kaudit.reconcile.classes import FAILING
+from kaudit.reconcile.modes import ModeName
 from kaudit.reconcile.sinks import SinkSpec
 from kaudit.reconcile.source import OffsetRange
 
@@ -48,7 +49,7 @@ class ReconcileRequest:
     key_format: Literal["string", "avro", "avro-plain"] = "string"
     key_avro: AvroSchemas | None = None
     """The writer schemas of an Avro message key (``--key-schema``)."""
-    mode: Literal["append", "upsert", "coordinates"] = "append"
+    mode: ModeName = "append"
     compare: tuple[str, ...] = ()
     column_map: dict[str, str] = field(default_factory=dict)
     """Topic field (or @key, partition, offset, value) -> sink column."""

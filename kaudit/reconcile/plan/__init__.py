@@ -8,21 +8,28 @@
   both sides that marks the clean groups, the hand-over to the mode) and its result,
   :class:`Comparison`. Its docstring states what the plan costs.
 - :mod:`~kaudit.reconcile.plan.columns`: the column expressions every mode shares: the
-  shuffled row's structs, group keys, sink aggregates, one discrepancy row, the null-safe
-  comparison of one compared field.
+  shuffled row's structs, the topic record a mode's detail keeps, group keys, sink
+  aggregates, one discrepancy row, the null-safe comparison of one compared field.
+- :mod:`~kaudit.reconcile.plan.mode`: :class:`Mode`, what a mode decides: its group key,
+  what crosses the shuffle and is derived after it, when a group is clean, and the
+  discrepancy rows of a suspect group.
 - :mod:`~kaudit.reconcile.plan.append`, :mod:`~kaudit.reconcile.plan.upsert`,
-  :mod:`~kaudit.reconcile.plan.coordinates`: one per ``--mode``, the detail of the suspect
-  groups as discrepancy rows. Each mode first selects, per joined row, the values used
-  several times (sorted lists, picked records, the "compare the columns" condition) as
+  :mod:`~kaudit.reconcile.plan.coordinates`: one :class:`Mode` each (``APPEND``,
+  ``UPSERT``, ``COORDINATES``). Each mode's detail first selects, per joined row, the values
+  used several times (sorted lists, picked records, the "compare the columns" condition) as
   columns of their own, so that they are computed once per key; then builds the array of
   discrepancy rows from them.
+- :mod:`~kaudit.reconcile.plan.modes`: :data:`PLANS`, every mode by name (their names,
+  without Spark: :mod:`kaudit.reconcile.modes`).
 
-Imports go one way: the mode modules use ``columns``, which uses ``model``; ``comparison``
-uses the mode modules, never the reverse.
+Imports go one way, and only public names cross modules: the mode modules use ``mode`` and
+``columns``, which use ``model``; ``modes`` uses the mode modules; ``comparison`` uses
+``modes``, never a mode module.
 """
 
 from kaudit.reconcile.classes import CLASSES
 from kaudit.reconcile.plan.comparison import Comparison, compare
+from kaudit.reconcile.plan.mode import Mode
 from kaudit.reconcile.plan.model import (
     DISCREPANCY_COLUMNS,
     DISCREPANCY_SCHEMA,
@@ -30,13 +37,16 @@ from kaudit.reconcile.plan.model import (
     key_hash_column,
     payload_hash_column,
 )
+from kaudit.reconcile.plan.modes import PLANS
 
 __all__ = [
     "CLASSES",
     "DISCREPANCY_COLUMNS",
     "DISCREPANCY_SCHEMA",
+    "PLANS",
     "CompareOptions",
     "Comparison",
+    "Mode",
     "compare",
     "key_hash_column",
     "payload_hash_column",

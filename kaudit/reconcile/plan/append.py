@@ -1,4 +1,5 @@
-"""``--mode append``: the detail of the suspect keys, as discrepancy rows.
+"""``--mode append``: :data:`APPEND`, its clean groups and the detail of the suspect keys, as
+discrepancy rows.
 
 What each class means in this mode: :mod:`kaudit.reconcile.plan.model`.
 """
@@ -10,57 +11,67 @@ from pyspark.sql import functions as F
 
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.plan.columns import (
-    _GROUP,
-    _by_offset,
-    _group_key_display,
-    _is_t,
-    _key_unread,
-    _mismatch_rows,
-    _missing_class,
-    _no_rows,
-    _payload_fields,
-    _present,
-    _record_time,
-    _row,
-    _sink_aggs,
-    _t,
-    _undecodable,
-    _undecodable_fields,
-    _undecodable_row,
-    _unmatched_sink_class,
-    _with_group_key,
+    by_offset,
+    discrepancy,
+    is_live,
+    is_sink,
+    key_and_counts,
+    key_unread,
+    largest,
+    mismatch_rows,
+    missing_class,
+    no_rows,
+    per_key,
+    present,
+    topic_record,
+    topic_struct,
+    undecodable,
+    undecodable_row,
+    unmatched_sink_class,
 )
+from kaudit.reconcile.plan.mode import Mode
 from kaudit.reconcile.plan.model import CompareOptions
 
 
-def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
-                 options: CompareOptions) -> DataFrame:
-    compared = options.compare
-    rec = F.struct(
-        _t()["offset"].cast("long").alias("offset"),
-        _t()["partition"].cast("int").alias("partition"),
-        _record_time(options).alias("ts"),
-        F.col("_ph").alias("ph"),
-        *_undecodable_fields(),
-        *_payload_fields(_t(), compared),
-    )
-    live = _is_t() & ~F.col("_tomb")  # tombstones are not records to append
-    joined = _with_group_key(suspects).groupBy(*_GROUP).agg(
+class Append(Mode):
+    """Both sides are multisets of keys; tombstones are not records to append."""
+
+    name = "append"
+
+    def summary(self) -> tuple[list[Column], Column]:
+        """Clean: one record and one row with the same payload hash and key, or neither."""
+        same = largest(is_live(), "_ph") == largest(is_sink(), "_ph")
+        live_n, s_rows = F.col("_live_n"), F.col("_s_rows")
+        clean = ((live_n == 1) & (s_rows == 1) & F.col("_same") & F.col("_one_key")) | (
+            (live_n == 0) & (s_rows == 0))
+        return [same.alias("_same")], clean
+
+    def rows(self, suspects: DataFrame, topic: DataFrame, sink: DataFrame,
+             options: CompareOptions) -> DataFrame:
+        return _rows(_staged(suspects, options), topic, sink, options)
+
+
+APPEND = Append()
+
+
+def _staged(suspects: DataFrame, options: CompareOptions) -> DataFrame:
+    """Per key: its live records in offset order (recs), the latest one, the one compared
+    with the sink, and whether their columns are compared at all (check)."""
+    rec = topic_record(options, topic_struct()["offset"].cast("long").alias("offset"),
+                       topic_struct()["partition"].cast("int").alias("partition"), tomb=False)
+    live = is_live()  # tombstones are not records to append
+    joined = per_key(
+        suspects, options,
         F.count_if(live).alias("t_n"),
         F.collect_list(F.when(live, rec)).alias("t_recs"),
         F.collect_list(F.when(live, F.col("_ph"))).alias("t_hashes"),
-        F.count_if(live & _t()[UNDECODABLE].isNotNull()).alias("u_n"),
-        *_sink_aggs(compared),
+        F.count_if(live & topic_struct()[UNDECODABLE].isNotNull()).alias("u_n"),
     )
-
-    staged = (
+    return (
         joined.select(
-            F.col("_gk").alias("key_hash"),
-            _group_key_display().alias("key"),
-            F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
-            F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
-            # Lambdas only where a key has several records (see columns._present).
-            F.when(F.col("t_n") > 1, F.array_sort(F.col("t_recs"), _by_offset))
+            *key_and_counts(),
+            # Lambdas only where a key has several records (see columns.present).
+            F.when(F.col("t_n") > 1, F.array_sort(F.col("t_recs"), by_offset))
             .otherwise(F.coalesce(F.col("t_recs"), F.array())).alias("recs"),
             F.col("t_hashes"),
             F.col("u_n"),
@@ -74,38 +85,42 @@ def _append_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
         .withColumn(
             "check",
             (F.col("t_n") > 0) & (F.col("s_n") > 0)
-            & ~F.coalesce(_undecodable(F.col("compared")), F.lit(False)) & ~F.coalesce(
+            & ~F.coalesce(undecodable(F.col("compared")), F.lit(False)) & ~F.coalesce(
                 F.arrays_overlap(F.col("t_hashes"), F.col("s_hashes")), F.lit(False)),
         )
     )
+
+
+def _rows(staged: DataFrame, topic: DataFrame, sink: DataFrame,
+          options: CompareOptions) -> DataFrame:
     t_n, s_n, recs = F.col("t_n"), F.col("s_n"), F.col("recs")
     key, key_hash = F.col("key"), F.col("key_hash")
     latest, compared_rec = F.col("latest"), F.col("compared")
 
     missing = F.coalesce(F.when(t_n > s_n, F.transform(
-        F.filter(recs, lambda r, i: (i >= s_n) & ~_key_unread(r, key)),
-        lambda r: _row(_missing_class(r["ts"], options), key, key_hash, r["partition"],
-                       r["offset"], t_n, s_n),
-    )), _no_rows())
-    undecodable = F.coalesce(F.when(F.col("u_n") > 0, F.transform(
-        F.filter(recs, _undecodable),
-        lambda r: _undecodable_row(r, key, key_hash, r["partition"], r["offset"], t_n, s_n),
-    )), _no_rows())
+        F.filter(recs, lambda r, i: (i >= s_n) & ~key_unread(r, key)),
+        lambda r: discrepancy(missing_class(r["ts"], options), key, key_hash, r["partition"],
+                              r["offset"], t_n, s_n),
+    )), no_rows())
+    unread = F.coalesce(F.when(F.col("u_n") > 0, F.transform(
+        F.filter(recs, undecodable),
+        lambda r: undecodable_row(r, key, key_hash, r["partition"], r["offset"], t_n, s_n),
+    )), no_rows())
 
     def ident(name: str, tv: Column, sv: Column) -> Column:
-        return _row("mismatched", key, key_hash, compared_rec["partition"],
-                    compared_rec["offset"], t_n, s_n, name, tv, sv)
+        return discrepancy("mismatched", key, key_hash, compared_rec["partition"],
+                           compared_rec["offset"], t_n, s_n, name, tv, sv)
 
-    singles = _present(
-        F.when((t_n == 0) & (s_n > 0),
-               _row(_unmatched_sink_class(options), key, key_hash, None, None, t_n, s_n)),
+    singles = present(
+        F.when((t_n == 0) & (s_n > 0), discrepancy(
+            unmatched_sink_class(options), key, key_hash, None, None, t_n, s_n)),
         F.when((s_n > t_n) & (t_n > 0),
-               _row("duplicated_in_sink", key, key_hash, latest["partition"],
-                    latest["offset"], t_n, s_n)),
+               discrepancy("duplicated_in_sink", key, key_hash, latest["partition"],
+                           latest["offset"], t_n, s_n)),
         F.when(t_n > 1,
-               _row("duplicated_in_topic", key, key_hash, latest["partition"],
-                    latest["offset"], t_n, s_n)),
-        *_mismatch_rows(F.col("check"), compared_rec, F.col("s_row"), topic, sink, options,
-                        ident),
+               discrepancy("duplicated_in_topic", key, key_hash, latest["partition"],
+                           latest["offset"], t_n, s_n)),
+        *mismatch_rows(F.col("check"), compared_rec, F.col("s_row"), topic, sink, options,
+                       ident),
     )
-    return staged.select(F.concat(missing, undecodable, singles).alias("_rows"))
+    return staged.select(F.concat(missing, unread, singles).alias("_rows"))

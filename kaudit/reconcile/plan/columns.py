@@ -1,7 +1,7 @@
 """The column expressions every mode builds its discrepancy rows from.
 
 The shuffled row's topic and sink structs, the detail's group keys and sink aggregates,
-one discrepancy row (:func:`_row`), the classes that depend on the options, the
+one discrepancy row (:func:`discrepancy`), the classes that depend on the options, the
 undecodable record's fields, and the null-safe comparison of one compared field
 (:func:`_values_equal`).
 """
@@ -18,74 +18,117 @@ from kaudit.reconcile.classes import RAW_VALUE, UNDECODABLE
 from kaudit.reconcile.plan.model import DISCREPANCY_SCHEMA, CompareOptions
 
 _TRUNC_UNIT = {"ms": "millisecond", "s": "second"}
-_TOMBSTONED = "tombstoned"
+TOMBSTONED = "tombstoned"
 
 
 # --- building blocks --------------------------------------------------------------------
 
-# The detailed plans group the suspects' rows (both sides in one frame, see _classified) by
-# key_hash and the key itself, so that colliding keys are never paired: the key (null as
-# '') and whether it was null.
-_GROUP = ["_gk", "_k", "_kn"]
+# The detailed plans of the modes keyed by key group the suspects' rows (both sides in one
+# frame, see comparison._shuffled) by key_hash and the key itself, so that colliding keys
+# are never paired: the key (null as '') and whether it was null.
+KEY_GROUP = ["_gk", "_k", "_kn"]
 
 
-def _t() -> Column:
+def topic_struct() -> Column:
     """The topic record's columns (a struct; null on sink rows)."""
     return F.col("_t")
 
 
-def _s() -> Column:
+def sink_struct() -> Column:
     """The sink row's columns (a struct; null on topic records)."""
     return F.col("_s")
 
 
-def _record_time(options: CompareOptions) -> Column:
+def record_time(options: CompareOptions) -> Column:
     """The topic record's Kafka time; only shuffled (and needed) with a grace cutoff."""
     if options.grace_cutoff is None:
         return F.lit(None).cast("timestamp")
-    return _t()["timestamp"]
+    return topic_struct()["timestamp"]
 
 
-def _is_t() -> Column:
+def is_topic() -> Column:
     return F.col("_is_t")
 
 
-def _is_s() -> Column:
+def is_sink() -> Column:
     return ~F.col("_is_t")
 
 
-def _with_group_key(frame: DataFrame) -> DataFrame:
+def is_live() -> Column:
+    """A topic record that is not a tombstone."""
+    return is_topic() & ~F.col("_tomb")
+
+
+def largest(where: Column, name: str) -> Column:
+    """The largest value of column ``name`` over the group's rows where ``where`` holds."""
+    return F.max(F.when(where, F.col(name)))
+
+
+def topic_record(options: CompareOptions, *leading: Column, tomb: bool = True) -> Column:
+    """The topic record as every mode's detail keeps it: ``leading`` (its coordinates, or
+    its key), its time (ts), whether it is a tombstone (tomb, unless ``tomb`` is false),
+    its payload hash (ph), why it could not be decoded (u, raw) and its compared values
+    (c0, c1, ...)."""
+    return F.struct(
+        *leading,
+        record_time(options).alias("ts"),
+        *([F.col("_tomb").alias("tomb")] if tomb else []),
+        F.col("_ph").alias("ph"),
+        *undecodable_fields(),
+        *payload_fields(topic_struct(), options.compare),
+    )
+
+
+def with_key_group(frame: DataFrame) -> DataFrame:
     """Add the non-null group keys: the key (null as '') and whether it was null."""
     return frame.withColumn("_k", F.coalesce(F.col("_key"), F.lit(""))).withColumn(
         "_kn", F.col("_key").isNull()
     )
 
 
-def _group_key_display() -> Column:
+def group_key() -> Column:
     return F.when(F.col("_kn"), F.lit(None).cast("string")).otherwise(F.col("_k"))
 
 
-def _payload_fields(side: Column, compared: Sequence[str]) -> list[Column]:
+def per_key(suspects: DataFrame, options: CompareOptions, *aggregates: Column) -> DataFrame:
+    """The suspects' rows aggregated per key (:data:`KEY_GROUP`): ``aggregates`` over its
+    topic records, then :func:`sink_aggregates` over its sink rows."""
+    return with_key_group(suspects).groupBy(*KEY_GROUP).agg(
+        *aggregates, *sink_aggregates(options.compare))
+
+
+def key_and_counts() -> list[Column]:
+    """A :func:`per_key` group's key_hash, key, and its topic records and sink rows (t_n,
+    s_n; 0 where it has none)."""
+    return [
+        F.col("_gk").alias("key_hash"),
+        group_key().alias("key"),
+        F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
+        F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
+    ]
+
+
+def payload_fields(side: Column, compared: Sequence[str]) -> list[Column]:
     """One side's compared columns under positional struct field names (c0, c1, ...)."""
     return [side[name].alias(f"c{i}") for i, name in enumerate(compared)]
 
 
-def _sink_aggs(compared: Sequence[str], with_key: bool = False) -> list[Column]:
+def sink_aggregates(compared: Sequence[str], with_key: bool = False) -> list[Column]:
     """Per group, over its sink rows: how many, their distinct payload hashes, and the row
     with the smallest hash (null when the group has no sink row)."""
-    fields = _payload_fields(_s(), compared)
+    fields = payload_fields(sink_struct(), compared)
     if with_key:
         fields += [F.col("_key").alias("key"), F.col("_kh").alias("key_hash")]
     row = F.struct(F.col("_ph").alias("ph"), *fields)
-    ph = F.when(_is_s(), F.col("_ph"))
+    ph = F.when(is_sink(), F.col("_ph"))
     return [
-        F.count_if(_is_s()).alias("s_n"),
+        F.count_if(is_sink()).alias("s_n"),
         F.collect_set(ph).alias("s_hashes"),
-        F.min_by(F.when(_is_s(), row), ph).alias("s_row"),
+        F.min_by(F.when(is_sink(), row), ph).alias("s_row"),
     ]
 
 
-def _row(
+def discrepancy(
     cls: Column | str,
     key: Column,
     key_hash: Column,
@@ -109,7 +152,7 @@ def _row(
     return F.struct(*parts)
 
 
-def _present(*candidates: Column) -> Column:
+def present(*candidates: Column) -> Column:
     """An array of the candidate rows that are not null (each is a when(cond, row)).
 
     No lambda here or in the common paths of the modes: Spark interprets lambdas row by
@@ -117,12 +160,12 @@ def _present(*candidates: Column) -> Column:
     return F.array_compact(F.array(*candidates))
 
 
-def _no_rows() -> Column:
+def no_rows() -> Column:
     """An empty array of discrepancy rows."""
     return F.array_compact(F.array(F.lit(None).cast(T.StructType(DISCREPANCY_SCHEMA.fields))))
 
 
-def _missing_class(timestamp: Column, options: CompareOptions) -> Column:
+def missing_class(timestamp: Column, options: CompareOptions) -> Column:
     if options.grace_cutoff is None:
         return F.lit("missing_in_sink")
     return F.when(timestamp > F.lit(options.grace_cutoff), F.lit("pending")).otherwise(
@@ -130,7 +173,7 @@ def _missing_class(timestamp: Column, options: CompareOptions) -> Column:
     )
 
 
-def _unmatched_sink_class(options: CompareOptions,
+def unmatched_sink_class(options: CompareOptions,
                           below_start: Column | None = None) -> Column:
     if not options.source_truncated:
         return F.lit("extra_in_sink")
@@ -139,24 +182,24 @@ def _unmatched_sink_class(options: CompareOptions,
     return F.when(below_start, F.lit("unverifiable")).otherwise(F.lit("extra_in_sink"))
 
 
-def _undecodable_fields() -> list[Column]:
+def undecodable_fields() -> list[Column]:
     """The topic record's undecodable field and raw value, for the per-mode record structs."""
-    return [_t()[UNDECODABLE].alias("u"), _t()[RAW_VALUE].alias("raw")]
+    return [topic_struct()[UNDECODABLE].alias("u"), topic_struct()[RAW_VALUE].alias("raw")]
 
 
-def _undecodable(rec: Column) -> Column:
+def undecodable(rec: Column) -> Column:
     """The record could not be decoded (see :mod:`kaudit.reconcile.plan.model`)."""
     return rec["u"].isNotNull()
 
 
-def _key_unread(rec: Column, key: Column) -> Column:
+def key_unread(rec: Column, key: Column) -> Column:
     """The record's key could not be decoded: it has a group of its own and no key."""
     return rec["u"].isNotNull() & key.isNull()
 
 
-def _undecodable_row(rec: Column, key: Column, key_hash: Column, partition: Column,
+def undecodable_row(rec: Column, key: Column, key_hash: Column, partition: Column,
                      offset: Column, t_n: Column, s_n: Column) -> Column:
-    return _row("undecodable", key, key_hash, partition, offset, t_n, s_n,
+    return discrepancy("undecodable", key, key_hash, partition, offset, t_n, s_n,
                 F.nullif(rec["u"], F.lit("")), rec["raw"])
 
 
@@ -195,7 +238,7 @@ def _values_equal(tv: Column, sv: Column, tt: T.DataType, st: T.DataType,
     )
 
 
-def _mismatch_rows(
+def mismatch_rows(
     when: Column,
     topic_rec: Column,
     sink_rec: Column,
@@ -219,7 +262,7 @@ def _mismatch_rows(
     return out
 
 
-def _by_offset(left: Column, right: Column) -> Column:
+def by_offset(left: Column, right: Column) -> Column:
     """Comparator: ascending offset, then partition."""
     return (
         F.when(left["offset"] < right["offset"], F.lit(-1))

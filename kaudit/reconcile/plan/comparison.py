@@ -55,16 +55,15 @@ from pyspark.sql import functions as F
 
 from kaudit.errors import RuntimeUnavailable
 from kaudit.reconcile.classes import CLASSES, RAW_VALUE, UNDECODABLE
-from kaudit.reconcile.plan.append import _append_rows
-from kaudit.reconcile.plan.columns import _t
-from kaudit.reconcile.plan.coordinates import _coordinates_rows
+from kaudit.reconcile.plan.columns import is_live, is_sink
+from kaudit.reconcile.plan.mode import Mode
 from kaudit.reconcile.plan.model import (
     DISCREPANCY_COLUMNS,
     DISCREPANCY_SCHEMA,
     RESERVED_COLUMNS,
     CompareOptions,
 )
-from kaudit.reconcile.plan.upsert import _upsert_rows
+from kaudit.reconcile.plan.modes import PLANS
 
 
 @dataclass(frozen=True)
@@ -167,28 +166,24 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
     samples (or the discrepancies are written). Raises :class:`ValueError` on a frame without a
     required column, a compared column with a reserved name, or an unknown mode.
     """
-    _validate(topic, sink, options)
+    mode = _validate(topic, sink, options)
     for name in (UNDECODABLE, RAW_VALUE):
         if name not in topic.columns:
             topic = topic.withColumn(name, F.lit(None).cast("string"))
-    rows_once, group = _shuffled(topic, sink, options)
+    rows_once = _shuffled(topic, sink, mode, options)
+    group = list(mode.group)
     # The summary is small (suspects and one row of totals): a partition per core. Each
     # of the many tasks before it writes a file per partition of its output. Read twice
     # below, by the detail (its suspects) and by the totals: as one RDD, so that its
     # aggregation of every shuffled row runs once (the optimizer would plan each use anew).
-    summary = _read_once(_summary(rows_once, group, options),
+    summary = _read_once(_summary(rows_once, mode),
                          max(1, topic.sparkSession.sparkContext.defaultParallelism))
     suspects = summary.where(~F.col("_clean")).select(*group)
     # Both sides of this join are partitioned by the group key already (the rows by the
     # one shuffle, the suspects by a small exchange): a hash join per partition, no sort.
     detail = _derived(
-        rows_once.join(suspects.hint("shuffle_hash"), on=group, how="left_semi"), options)
-    if options.mode == "append":
-        rows = _append_rows(detail, topic, sink, options)
-    elif options.mode == "upsert":
-        rows = _upsert_rows(detail, topic, sink, options)
-    else:
-        rows = _coordinates_rows(detail, topic, sink, options)
+        rows_once.join(suspects.hint("shuffle_hash"), on=group, how="left_semi"), mode)
+    rows = mode.rows(detail, topic, sink, options)
     # inline_outer + filter, not inline: with inline, Spark infers a size(_rows) > 0 filter
     # and pushes it below the projection, computing every row's discrepancies twice.
     found = (
@@ -235,10 +230,6 @@ def _totals_row(summary: DataFrame) -> DataFrame:
 # sorts the rows: a sort (a window, a sort-merge join) cost more than all the rest after
 # the read (16 of 61 s at 10 M records).
 
-#: Offsets and partitions packed into one ordering long (upsert's latest record): offset
-#: in the high bits, partition in the low 20. Records outside it are always suspects.
-_ORD_PARTITION_BITS = 20
-_ORD_MAX_OFFSET = 1 << (63 - _ORD_PARTITION_BITS)
 #: The ``_side`` byte of a shuffled row.
 _SIDE_SINK, _SIDE_RECORD, _SIDE_TOMBSTONE = 0, 1, 2
 
@@ -289,20 +280,11 @@ def _read_once(frame: DataFrame, partitions: int | None = None) -> DataFrame:
     return DataFrame(jdf, spark)
 
 
-def _shuffled(topic: DataFrame, sink: DataFrame,
-              options: CompareOptions) -> tuple[DataFrame, list[str]]:
-    """Both sides' rows (see above) after the one shuffle, and the group key's columns."""
-    coordinates = options.mode == "coordinates"
+def _shuffled(topic: DataFrame, sink: DataFrame, mode: Mode,
+              options: CompareOptions) -> DataFrame:
+    """Both sides' rows (see above) after the one shuffle, on the mode's group key."""
     tomb = F.coalesce(F.col("tombstone"), F.lit(False))
     offset, partition = F.col("offset").cast("long"), F.col("partition").cast("int")
-    if coordinates:
-        t_group = [partition.alias("_gp"), offset.alias("_go")]
-        s_group = [F.col("partition").cast("int").alias("_gp"),
-                   F.col("offset").cast("long").alias("_go")]
-        group = ["_gp", "_go"]
-    else:
-        t_group = s_group = [F.col("key_hash").alias("_gk")]
-        group = ["_gk"]
     # Only what the summary and the detail need crosses the shuffle: the group key, one
     # side/tombstone byte, the payload hash and the key at the top level; in the side
     # structs only the compared values (and the topic record's coordinates, and its time
@@ -320,105 +302,68 @@ def _shuffled(topic: DataFrame, sink: DataFrame,
     t_type = topic.select(t_struct.alias("s")).schema["s"].dataType
     s_type = sink.select(s_struct.alias("s")).schema["s"].dataType
     t_narrow = topic.select(
-        *t_group,
+        *mode.group_columns(),
         F.when(tomb, F.lit(_SIDE_TOMBSTONE)).otherwise(F.lit(_SIDE_RECORD)).cast("byte")
         .alias("_side"),
         F.col("payload_hash").alias("_ph"),
-        *([F.col("key_hash").alias("_kh")] if coordinates else []),
+        *mode.carried(),
         F.col("key").alias("_key"),
         t_struct.alias("_t"),
         F.lit(None).cast(s_type).alias("_s"),
     )
     s_narrow = sink.select(
-        *s_group,
+        *mode.group_columns(),
         F.lit(_SIDE_SINK).cast("byte").alias("_side"),
         F.col("payload_hash").alias("_ph"),
-        *([F.col("key_hash").alias("_kh")] if coordinates else []),
+        *mode.carried(),
         F.col("key").alias("_key"),
         F.lit(None).cast(t_type).alias("_t"),
         s_struct.alias("_s"),
     )
-    both = t_narrow.unionByName(s_narrow).repartition(*[F.col(g) for g in group])
-    return _read_once(both, options.shuffle_partitions), group
+    both = t_narrow.unionByName(s_narrow).repartition(*[F.col(g) for g in mode.group])
+    return _read_once(both, options.shuffle_partitions)
 
 
-def _derived(rows: DataFrame, options: CompareOptions) -> DataFrame:
+def _derived(rows: DataFrame, mode: Mode) -> DataFrame:
     """The shuffled rows with the columns derived from them after the shuffle."""
     rows = (rows.withColumn("_is_t", F.col("_side") != F.lit(_SIDE_SINK))
             .withColumn("_tomb", F.col("_side") == F.lit(_SIDE_TOMBSTONE))
             .withColumn("_k2", _second_key_hash(F.col("_key"))))
-    if options.mode == "upsert":
-        t_off, t_part = _t()["offset"], _t()["partition"]
-        ord_ok = (t_off >= 0) & (t_off < _ORD_MAX_OFFSET) & (t_part >= 0) & (
-            t_part < (1 << _ORD_PARTITION_BITS))
-        rows = rows.withColumn("_ord", F.when(
-            F.col("_is_t") & ord_ok, F.shiftleft(t_off, _ORD_PARTITION_BITS) + t_part))
-    return rows
+    return mode.derived(rows)
 
 
-def _summary(rows: DataFrame, group: list[str], options: CompareOptions) -> DataFrame:
+def _summary(rows: DataFrame, mode: Mode) -> DataFrame:
     """One row per suspect group (its group key, ``_clean`` false) and one row for all
     clean groups (group key null, ``_clean`` true); each
     with the live topic records (``_live_n``) and sink rows (``_s_rows``) it stands for.
 
-    A group is clean when it cannot hold a discrepancy: one record and one row with the
-    same payload hash and key (append), the sink row equal to the latest record or absent
-    after a tombstone (upsert), the same payload and key at the coordinates (coordinates
-    mode). Only fixed-width aggregates: Spark keeps them in a hash map, no sort.
+    A group is clean when it cannot hold a discrepancy (:meth:`Mode.summary`): one record
+    and one row with the same payload hash and key (append), the sink row equal to the
+    latest record or absent after a tombstone (upsert), the same payload and key at the
+    coordinates (coordinates mode). Only fixed-width aggregates: Spark keeps them in a hash
+    map, no sort.
     """
-    rows = _derived(rows, options)
-    is_t = F.col("_is_t")
-    is_s, live = ~is_t, is_t & ~F.col("_tomb")
-
-    def top(cond: Column, name: str) -> Column:
-        return F.max(F.when(cond, F.col(name)))
-
-    ph, kh = "_ph", "_kh"
-    s_n = F.count_if(is_s)
-    aggs = [F.count_if(live).alias("_live_n"), s_n.alias("_s_rows"),
-            (F.min("_k2") == F.max("_k2")).alias("_one_key")]
-    one_key = F.col("_one_key")
-    if options.mode == "append":
-        clean = ((F.col("_live_n") == 1) & (F.col("_s_rows") == 1) & F.col("_same")
-                 & one_key) | ((F.col("_live_n") == 0) & (F.col("_s_rows") == 0))
-        aggs.append((top(live, ph) == top(is_s, ph)).alias("_same"))
-    elif options.mode == "upsert":
-        order = F.when(is_t, F.col("_ord"))
-        aggs += [
-            F.count_if(is_t).alias("_t_n"),
-            F.count_if(is_t & F.col("_ord").isNull()).alias("_unordered"),
-            (top(is_s, ph) == F.max_by(F.when(is_t, F.col(ph)), order)).alias("_same"),
-            F.max_by(F.when(is_t, F.col("_tomb")), order).alias("_latest_tomb"),
-        ]
-        latest_tomb = F.col("_latest_tomb")
-        clean = one_key & (F.col("_t_n") > 0) & (F.col("_unordered") == 0) & (
-            (~latest_tomb & (F.col("_s_rows") == 1) & F.col("_same"))
-            | (latest_tomb & (F.col("_s_rows") == 0)))
-    else:
-        aggs += [
-            F.count_if(is_t).alias("_t_n"),
-            F.count_if(is_t & F.col("_tomb")).alias("_tombs"),
-            ((top(is_t, ph) == top(is_s, ph)) & (top(is_t, kh) == top(is_s, kh)))
-            .alias("_same"),
-        ]
-        t_n, tombs = F.col("_t_n"), F.col("_tombs")
-        clean = ((t_n == 1) & (tombs == 0) & (F.col("_s_rows") == 1) & F.col("_same")
-                 & one_key) | ((t_n == 1) & (tombs == 1) & (F.col("_s_rows") == 0))
-    per_group = rows.groupBy(*group).agg(*aggs).withColumn(
-        "_clean", F.coalesce(clean, F.lit(False)))
+    rows = _derived(rows, mode)
+    aggs, clean = mode.summary()
+    per_group = rows.groupBy(*mode.group).agg(
+        F.count_if(is_live()).alias("_live_n"), F.count_if(is_sink()).alias("_s_rows"),
+        (F.min("_k2") == F.max("_k2")).alias("_one_key"), *aggs,
+    ).withColumn("_clean", F.coalesce(clean, F.lit(False)))
     suspect = ~F.col("_clean")
     # All clean groups fall into one group (key null): the partial aggregation makes that
     # one row per task, so only the suspects and a row per task cross this exchange.
     return per_group.groupBy(
-        F.col("_clean"), *[F.when(suspect, F.col(g)).alias(g) for g in group],
+        F.col("_clean"), *[F.when(suspect, F.col(g)).alias(g) for g in mode.group],
     ).agg(F.sum("_live_n").alias("_live_n"), F.sum("_s_rows").alias("_s_rows"))
 
 
 # --- validation -------------------------------------------------------------------------
 
 
-def _validate(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> None:
-    if options.mode not in ("append", "upsert", "coordinates"):
+def _validate(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Mode:
+    """The mode of ``options``, once the options and both frames' columns fit it."""
+    mode = PLANS.get(options.mode)
+    if mode is None:
         raise ValueError(f"unknown reconcile mode {options.mode!r}")
     if options.timestamp_precision not in ("us", "ms", "s"):
         raise ValueError(f"unknown timestamp precision {options.timestamp_precision!r}")
@@ -437,10 +382,9 @@ def _validate(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Non
         "partition", "offset", "key", "key_hash", "tombstone", "timestamp", "payload_hash",
         *compared,
     ]
-    need_sink = ["key", "key_hash", "payload_hash", *compared]
-    if options.mode == "coordinates":
-        need_sink += ["partition", "offset"]
+    need_sink = ["key", "key_hash", "payload_hash", *compared, *mode.sink_columns]
     for side, frame, needed in (("topic", topic, need_topic), ("sink", sink, need_sink)):
         missing = [c for c in needed if c not in frame.columns]
         if missing:
             raise ValueError(f"the {side} frame has no column(s): {', '.join(missing)}")
+    return mode

@@ -138,7 +138,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-Mode = Literal["append", "upsert", "coordinates"]
+from kaudit.reconcile.modes import ModeName
 
 #: The columns of :attr:`Comparison.discrepancies`, in order.
 DISCREPANCY_SCHEMA = T.StructType(
@@ -171,7 +171,7 @@ class CompareOptions:
     datetime (a naive one is read in the Spark session's time zone).
     """
 
-    mode: Mode
+    mode: ModeName
     compare: tuple[str, ...]
     numeric_tolerance: float = 0.0
     timestamp_precision: Literal["us", "ms", "s"] = "us"

@@ -1,4 +1,5 @@
-"""``--mode upsert``: the detail of the suspect keys, as discrepancy rows.
+"""``--mode upsert``: :data:`UPSERT`, its clean groups and the detail of the suspect keys, as
+discrepancy rows.
 
 What each class means in this mode: :mod:`kaudit.reconcile.plan.model`.
 """
@@ -9,54 +10,85 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kaudit.reconcile.plan.columns import (
-    _GROUP,
-    _TOMBSTONED,
-    _group_key_display,
-    _is_t,
-    _key_unread,
-    _mismatch_rows,
-    _missing_class,
-    _payload_fields,
-    _present,
-    _record_time,
-    _row,
-    _sink_aggs,
-    _t,
-    _undecodable,
-    _undecodable_fields,
-    _undecodable_row,
-    _unmatched_sink_class,
-    _with_group_key,
+    TOMBSTONED,
+    discrepancy,
+    is_sink,
+    is_topic,
+    key_and_counts,
+    key_unread,
+    largest,
+    mismatch_rows,
+    missing_class,
+    per_key,
+    present,
+    topic_record,
+    topic_struct,
+    undecodable,
+    undecodable_row,
+    unmatched_sink_class,
 )
+from kaudit.reconcile.plan.mode import Mode
 from kaudit.reconcile.plan.model import CompareOptions
 
+#: Offsets and partitions packed into one ordering long (the latest record): offset in the
+#: high bits, partition in the low 20. Records outside it are always suspects.
+_ORD_PARTITION_BITS = 20
+_ORD_MAX_OFFSET = 1 << (63 - _ORD_PARTITION_BITS)
 
-def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
-                 options: CompareOptions) -> DataFrame:
-    compared = options.compare
-    rec = F.struct(
-        _t()["offset"].cast("long").alias("offset"),
-        _t()["partition"].cast("int").alias("partition"),
-        _record_time(options).alias("ts"),
-        F.col("_tomb").alias("tomb"),
-        F.col("_ph").alias("ph"),
-        *_undecodable_fields(),
-        *_payload_fields(_t(), compared),
-    )
-    order = F.struct(_t()["offset"].cast("long"), _t()["partition"].cast("int"))
-    mine = _is_t()
-    joined = _with_group_key(suspects).groupBy(*_GROUP).agg(
-        F.count_if(_is_t()).alias("t_n"),
-        F.max_by(F.when(mine, rec), F.when(mine, order)).alias("latest"),
-        *_sink_aggs(compared),
-    )
 
+class Upsert(Mode):
+    """Per key, the latest topic record (highest offset, partition the tiebreak) is the
+    truth."""
+
+    name = "upsert"
+
+    def derived(self, rows: DataFrame) -> DataFrame:
+        """The topic record's order as one long (``_ord``; null when it does not fit)."""
+        t_off, t_part = topic_struct()["offset"], topic_struct()["partition"]
+        ord_ok = (t_off >= 0) & (t_off < _ORD_MAX_OFFSET) & (t_part >= 0) & (
+            t_part < (1 << _ORD_PARTITION_BITS))
+        return rows.withColumn("_ord", F.when(
+            is_topic() & ord_ok, F.shiftleft(t_off, _ORD_PARTITION_BITS) + t_part))
+
+    def summary(self) -> tuple[list[Column], Column]:
+        """Clean: the sink row equal to the latest record, or absent after a tombstone."""
+        order = F.when(is_topic(), F.col("_ord"))
+        aggs = [
+            F.count_if(is_topic()).alias("_t_n"),
+            F.count_if(is_topic() & F.col("_ord").isNull()).alias("_unordered"),
+            (largest(is_sink(), "_ph") == F.max_by(F.when(is_topic(), F.col("_ph")), order))
+            .alias("_same"),
+            F.max_by(F.when(is_topic(), F.col("_tomb")), order).alias("_latest_tomb"),
+        ]
+        latest_tomb = F.col("_latest_tomb")
+        clean = F.col("_one_key") & (F.col("_t_n") > 0) & (F.col("_unordered") == 0) & (
+            (~latest_tomb & (F.col("_s_rows") == 1) & F.col("_same"))
+            | (latest_tomb & (F.col("_s_rows") == 0)))
+        return aggs, clean
+
+    def rows(self, suspects: DataFrame, topic: DataFrame, sink: DataFrame,
+             options: CompareOptions) -> DataFrame:
+        rec = topic_record(options, topic_struct()["offset"].cast("long").alias("offset"),
+                           topic_struct()["partition"].cast("int").alias("partition"))
+        order = F.struct(topic_struct()["offset"].cast("long"),
+                         topic_struct()["partition"].cast("int"))
+        mine = is_topic()
+        joined = per_key(
+            suspects, options,
+            F.count_if(is_topic()).alias("t_n"),
+            F.max_by(F.when(mine, rec), F.when(mine, order)).alias("latest"),
+        )
+        return _rows(joined, topic, sink, options)
+
+
+UPSERT = Upsert()
+
+
+def _rows(joined: DataFrame, topic: DataFrame, sink: DataFrame,
+          options: CompareOptions) -> DataFrame:
     latest = F.col("latest")
     staged = joined.select(
-        F.col("_gk").alias("key_hash"),
-        _group_key_display().alias("key"),
-        F.coalesce(F.col("t_n"), F.lit(0).cast("long")).alias("t_n"),
-        F.coalesce(F.col("s_n"), F.lit(0).cast("long")).alias("s_n"),
+        *key_and_counts(),
         latest,
         F.col("s_row"),
         F.coalesce(F.array_contains(F.col("s_hashes"), latest["ph"]),
@@ -64,33 +96,32 @@ def _upsert_rows(suspects: DataFrame, topic: DataFrame, sink: DataFrame,
     ).withColumn(
         "check",
         latest.isNotNull() & ~latest["tomb"] & (F.col("s_n") > 0) & ~F.col("sink_has_latest")
-        & ~_undecodable(latest),
+        & ~undecodable(latest),
     )
     t_n, s_n = F.col("t_n"), F.col("s_n")
     key, key_hash = F.col("key"), F.col("key_hash")
+    partition, offset = latest["partition"], latest["offset"]
     has_topic = latest.isNotNull()
     value = has_topic & ~latest["tomb"]
     tombstoned = has_topic & latest["tomb"]
 
     def ident(name: str, tv: Column, sv: Column) -> Column:
-        return _row("mismatched", key, key_hash, latest["partition"], latest["offset"], t_n,
-                    s_n, name, tv, sv)
+        return discrepancy("mismatched", key, key_hash, partition, offset, t_n, s_n, name, tv,
+                           sv)
 
-    rows = _present(
-        F.when(value & (s_n == 0) & ~_key_unread(latest, key),
-               _row(_missing_class(latest["ts"], options), key, key_hash,
-                    latest["partition"], latest["offset"], t_n, s_n)),
-        F.when(value & _undecodable(latest),
-               _undecodable_row(latest, key, key_hash, latest["partition"], latest["offset"],
-                                t_n, s_n)),
+    rows = present(
+        F.when(value & (s_n == 0) & ~key_unread(latest, key),
+               discrepancy(missing_class(latest["ts"], options), key, key_hash, partition,
+                           offset, t_n, s_n)),
+        F.when(value & undecodable(latest),
+               undecodable_row(latest, key, key_hash, partition, offset, t_n, s_n)),
         F.when(tombstoned & (s_n > 0),
-               _row("extra_in_sink", key, key_hash, latest["partition"], latest["offset"],
-                    t_n, s_n, None, _TOMBSTONED)),
-        F.when(~has_topic & (s_n > 0),
-               _row(_unmatched_sink_class(options), key, key_hash, None, None, t_n, s_n)),
+               discrepancy("extra_in_sink", key, key_hash, partition, offset, t_n, s_n, None,
+                           TOMBSTONED)),
+        F.when(~has_topic & (s_n > 0), discrepancy(
+            unmatched_sink_class(options), key, key_hash, None, None, t_n, s_n)),
         F.when(value & (s_n > 1),
-               _row("duplicated_in_sink", key, key_hash, latest["partition"],
-                    latest["offset"], t_n, s_n)),
-        *_mismatch_rows(F.col("check"), latest, F.col("s_row"), topic, sink, options, ident),
+               discrepancy("duplicated_in_sink", key, key_hash, partition, offset, t_n, s_n)),
+        *mismatch_rows(F.col("check"), latest, F.col("s_row"), topic, sink, options, ident),
     )
     return staged.select(rows.alias("_rows"))
