@@ -77,7 +77,8 @@ class ValueFormat(ABC):
     def field_types(self, request: ReconcileRequest, sink: Any) -> dict[str, Any]:
         """The Spark type each key and compared field is read as (``targets`` of
         :meth:`decode`); empty where the format decides the types itself or reads no
-        fields."""
+        fields. The one place a format says what a field's type is (a declaration, the
+        value's own schema, the sink's column)."""
         return {}
 
     @abstractmethod

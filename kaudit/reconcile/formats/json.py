@@ -78,7 +78,7 @@ def _field_types(request: ReconcileRequest, sink: Any) -> dict[str, Any]:
 def _schema_types(ddl: str) -> dict[str, Any]:
     from pyspark.sql.types import StructType
 
-    from kaudit.reconcile.spark import error_line
+    from kaudit.reconcile.spark import error_line  # not at the top: the CLI's start-up
 
     try:
         schema = StructType.fromDDL(ddl)
@@ -101,7 +101,7 @@ def _check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
     """A key or compared field that no sampled value has is a usage error (a typo, a field
     that needs --map), found before Spark starts. The sample is the first and the last
     records of each partition, so a field added to a topic later is still seen."""
-    from kaudit.reconcile.source import sample_values
+    from kaudit.reconcile.source import sample_values  # not at the top: the CLI's start-up
 
     wanted = request.value_fields()
     if request.schema or not wanted:
