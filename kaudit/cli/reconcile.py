@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +13,7 @@ from kaudit.cli import options
 from kaudit.cli.clicompat import Choice
 from kaudit.cli.ending import written
 from kaudit.errors import ExitCode
+from kaudit.reconcile.formats import VALUE_FORMATS, value_format_help
 from kaudit.reconcile.modes import MODES
 from kaudit.report.base import render
 from kaudit.report.output import choose_format, emit
@@ -21,14 +22,12 @@ SINK = "Sink"
 MATCH = "Matching"
 
 
-class ValueFormat(StrEnum):
-    """How message values are decoded."""
-
-    json = "json"
-    string = "string"
-    bytes = "bytes"
-    avro = "avro"
-    avro_plain = "avro-plain"
+if TYPE_CHECKING:
+    ValueFormatName = str
+else:
+    #: --value-format's choices: the registry's formats, in its order.
+    ValueFormatName = StrEnum("ValueFormatName", {name: name for name in VALUE_FORMATS})
+JSON_VALUES = ValueFormatName("json")
 
 
 class KeyFormat(StrEnum):
@@ -81,10 +80,8 @@ def reconcile(
         metavar="SUBJECT", rich_help_panel=MATCH,
         help="The registry subject of the key's schemas, as --value-subject [default: "
              "TOPIC-key].")] = None,
-    value_format: Annotated[ValueFormat, typer.Option(
-        case_sensitive=False, help="How values are decoded (bytes are compared by hash; avro: "
-                                   "Confluent's wire format; avro-plain: a bare Avro body).")
-    ] = ValueFormat.json,
+    value_format: Annotated[ValueFormatName, typer.Option(
+        case_sensitive=False, help=value_format_help())] = JSON_VALUES,
     value_schema: Annotated[Path | None, typer.Option(
         metavar="FILE|DIR", help="Avro writer schemas: a directory of ID.avsc files (one per "
                                  "schema id), or one .avsc file (named ID.avsc for --value-"
@@ -164,23 +161,26 @@ def reconcile(
 ) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
     from kaudit.connect.settings import parse_key_values
-    from kaudit.reconcile.avro_schemas import SchemaSource, key_schemas_for, schemas_for
+    from kaudit.reconcile import formats
+    from kaudit.reconcile.avro_schemas import SchemaSource, key_schemas_for
     from kaudit.reconcile.classes import FAILING
     from kaudit.reconcile.job import run_reconcile
-    from kaudit.reconcile.request import ReconcileRequest, mode_for
+    from kaudit.reconcile.request import ReconcileRequest
     from kaudit.report.reconcile import RECONCILE
 
     conn = connection.settings()
+    value_format = str(value_format)  # the registry's name, not the enum member
     source = SchemaSource.given(schema_registry, topic, conn.timeout,
-                                (value_format.value, key_format.value),
+                                (value_format, key_format.value),
                                 (value_subject, key_subject))
     request = ReconcileRequest(
-        topic=topic, sink_uri=sink, key=key, value_format=value_format.value, schema=schema,
-        avro=schemas_for(value_format.value, value_schema, reader_schema, schema, source),
+        topic=topic, sink_uri=sink, key=key, value_format=value_format, schema=schema,
+        avro=formats.value_format(value_format).value_schemas(
+            value_schema, reader_schema, schema, source),
         key_format=key_format.value,
         key_avro=key_schemas_for(key_format.value, key_schema, source),
         envelope=envelope.value,
-        mode=mode_for(envelope.value, mode, value_format.value),
+        mode=formats.mode_for(envelope.value, mode, value_format),
         compare=tuple(c.strip() for c in (compare or "").split(",") if c.strip()),
         column_map=parse_key_values(map or [], "--map"), start=from_, end=to,
         read_committed=read_committed,

@@ -64,6 +64,12 @@ class AvroSchemas:
     unknown_id: str = "no %1$d.avsc among the writer schemas"
     """Why a record's schema id has no writer schema (a Java format of the id)."""
 
+    @property
+    def framed(self) -> bool:
+        """Whether the records are in Confluent's wire format, naming their schema id
+        (plain Avro's one writer schema has none)."""
+        return None not in self.writers
+
 
 @dataclass(frozen=True)
 class SchemaSource:
@@ -117,29 +123,18 @@ class SchemaSource:
 SIDES = ("value", "key")
 
 
-def schemas_for(value_format: str, writers: Path | None, reader: Path | None,
-                ddl: str | None, source: SchemaSource | None = None) -> AvroSchemas | None:
-    """The schemas ``--value-format``, ``--value-schema`` (else the registry's) and
-    ``--reader-schema`` ask for (None for a value that is not Avro); a combination that
-    cannot work is exit 2."""
-    if value_format in AVRO_FORMATS and ddl is not None:
-        raise InputError("--schema types JSON fields; an Avro value's fields have the types "
-                         "of its reader schema (--reader-schema)")
-    if value_format not in AVRO_FORMATS and reader is not None:
-        raise InputError("--reader-schema is for Avro values: add --value-format avro "
-                         "(Confluent's wire format) or avro-plain")
-    return _given_schemas("value", value_format, writers, reader, source)
-
-
 def key_schemas_for(key_format: str, writers: Path | None,
                     source: SchemaSource | None = None) -> AvroSchemas | None:
     """The schemas ``--key-format`` and ``--key-schema`` (else the registry's) ask for
     (None for a text key); a key is read as its newest writer schema."""
-    return _given_schemas("key", key_format, writers, None, source)
+    return given_schemas("key", key_format, writers, None, source)
 
 
-def _given_schemas(side: str, given_format: str, writers: Path | None, reader: Path | None,
+def given_schemas(side: str, given_format: str, writers: Path | None, reader: Path | None,
                    source: SchemaSource | None) -> AvroSchemas | None:
+    """The writer schemas of the ``side`` (value or key) in ``given_format``: from
+    ``writers``, else the registry; None for a side not in Avro (where ``writers`` is then
+    exit 2); ``reader`` as ``--reader-schema`` names it."""
     if given_format not in AVRO_FORMATS:
         if writers is not None:
             raise InputError(f"--{side}-schema is for Avro {side}s: add --{side}-format avro "

@@ -30,3 +30,6 @@ UNDECODABLE, RAW_VALUE = "_undecodable", "_raw_value"
 #: Topic-frame column: why the message key could not be decoded (null where it was, or
 #: where it is text).
 KEY_PROBLEM = "_key_problem"
+#: ``--key``'s name for the Kafka message key (and ``--map``'s, ``@key.FIELD`` for an Avro
+#: key record's field).
+KAFKA_KEY = "@key"

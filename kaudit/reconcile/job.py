@@ -15,112 +15,24 @@ from typing import Any
 
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
-from kaudit.reconcile.avro_schemas import field_paths as field_paths_of_avro
 from kaudit.reconcile.classes import UNDECODABLE
-from kaudit.reconcile.decode import decode_topic, joined_key
-from kaudit.reconcile.decode_avro import avro_events
-from kaudit.reconcile.envelope import check_events, connect_rows, event_context
-from kaudit.reconcile.infer import field_paths, not_objects
+from kaudit.reconcile.decode import decode_topic
+from kaudit.reconcile.formats import value_format
+from kaudit.reconcile.formats.base import joined_key
 from kaudit.reconcile.request import ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
 from kaudit.reconcile.source import (
     OffsetRange,
     pin_offsets,
     read_topic,
-    sample_values,
     values_at,
 )
-from kaudit.reconcile.spark import error_line
-
-#: Records read from each end of each partition to check that the named fields exist.
-SAMPLE_PER_END = 300
 
 
 def read_types(request: ReconcileRequest, sink: Any) -> dict[str, Any]:
-    """The type each key and compared field is read as: the one ``--schema`` names, else
-    the sink column's."""
-    from pyspark.sql.types import StringType
-
-    if request.value_format != "json":
-        return {}  # nothing is decoded: the value is compared as text or by its bytes
-    fields = request.value_fields()
-    declared = _schema_types(request.schema) if request.schema else {}
-    sink_types = {f.name: f.dataType for f in sink.schema.fields}
-    types = {}
-    for name in fields:
-        if request.schema and name not in declared:
-            raise InputError(f"--schema has no field {name!r} "
-                             f"(fields: {', '.join(sorted(declared)) or 'none'})")
-        types[name] = declared.get(name, sink_types.get(request.sink_column(name),
-                                                         StringType()))
-    return types
-
-
-def _schema_types(ddl: str) -> dict[str, Any]:
-    from pyspark.sql.types import StructType
-
-    try:
-        schema = StructType.fromDDL(ddl)
-    except Exception as exc:
-        raise InputError(f"--schema: not a valid DDL schema: {error_line(exc, 200)}") from None
-    out: dict[str, Any] = {}
-
-    def walk(struct: Any, prefix: str) -> None:
-        for f in struct.fields:
-            out[prefix + f.name] = f.dataType
-            if isinstance(f.dataType, StructType):
-                walk(f.dataType, prefix + f.name + ".")
-
-    walk(schema, "")
-    return out
-
-
-def check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
-                       ranges: list[OffsetRange]) -> None:
-    """A key or compared field that no sampled value has is a usage error (a typo, a field
-    that needs --map), found before Spark starts. The sample is the first and the last
-    records of each partition, so a field added to a topic later is still seen."""
-    wanted = request.value_fields()
-    if request.value_format != "json" or request.schema or not wanted:
-        return
-    texts = sample_values(conn, request.topic, ranges, SAMPLE_PER_END, request.read_committed)
-    if not texts:
-        return  # an empty range, or a sample not read in time: nothing to judge
-    # A Debezium topic's fields are those of the rows its events leave.
-    rows: list[str] | list[bytes] = texts
-    if request.envelope == "debezium":
-        rows = check_events(request.topic, texts)
-    elif request.envelope == "connect":
-        rows = connect_rows(texts)
-    known = field_paths(rows)
-    hint = None if known else not_objects(rows)
-    for name in wanted:
-        if name not in known:
-            sampled = (f"topic {request.topic} values have no field {name!r} in the "
-                       f"{len(texts)} records sampled from each partition's start and end")
-            if hint:
-                raise InputError(f"{sampled} (none of them is a JSON object: {hint})")
-            raise InputError(f"{sampled} (fields: {', '.join(sorted(known)) or 'none'}); if "
-                             "it appears elsewhere, name its type with --schema")
-
-
-def check_avro_fields(request: ReconcileRequest) -> None:
-    """A key or compared field the Avro reader schema lacks is a usage error, known before
-    anything is read."""
-    if request.avro is None:
-        return
-    known = field_paths_of_avro(request.avro.reader.schema)
-    where = "the reader schema"
-    if request.envelope == "debezium":
-        if "op" not in known or "after" not in known:
-            raise InputError(f"{request.avro.reader.source}: the reader schema has no op and "
-                             "after fields: not a Debezium envelope")
-        known = {p.removeprefix("after.") for p in known if p.startswith("after.")}
-        where = "the reader schema's after record"
-    for name in request.value_fields():
-        if name not in known:
-            raise InputError(f"{request.avro.reader.source}: {where} has no field {name!r} "
-                             f"(fields: {', '.join(sorted(known))})")
+    """The Spark type each key and compared field is read as, as the value format says
+    (JSON: the one ``--schema`` names, else the sink column's)."""
+    return value_format(request.value_format).field_types(request, sink)
 
 
 def shape_sink(df: Any, request: ReconcileRequest) -> Any:
@@ -226,7 +138,8 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     request.check()
     _make_output_dir(request)  # before the long run, not after it
     sink_spec = parse_sink(request.sink_uri, request.sink_options)
-    check_avro_fields(request)
+    value = value_format(request.value_format)
+    value.check_schema_fields(request)
     for jar in request.jars or []:
         # A local path that is missing would surface minutes later as a missing class.
         if "://" not in jar and not Path(jar.removeprefix("file:")).expanduser().is_file():
@@ -244,9 +157,9 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
                                   or request.key_avro is not None)
         # The driver JVM starts while the field check reads the topic's ends.
         _, spark = begin_session(request.master, jars).wait_after(
-            lambda: check_fields_exist(conn, request, ranges))
+            lambda: value.check_sampled_fields(conn, request, ranges))
     else:
-        check_fields_exist(conn, request, ranges)
+        value.check_sampled_fields(conn, request, ranges)
     try:
         sink_spec = pin_sink(spark, sink_spec)
         return _compare_and_report(conn, request, spark, sink_spec, ranges, started)
@@ -274,12 +187,7 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     sink = shape_sink(sink_table, request)
     raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
     topic = decode_topic(raw, request, types)
-    if request.value_format == "bytes":
-        # The topic side compares the value by the hash of its bytes: hash the sink's
-        # column alike (a text column by its UTF-8 bytes).
-        for c in request.compare:
-            column = request.sink_column(c)
-            sink = sink.withColumn(column, F.xxhash64(F.col(column).cast("binary")))
+    sink = value_format(request.value_format).shape_sink(sink, request)
     if PLANS[request.mode].by_coordinates:
         # Rows outside the pinned range were written before or after it: not ours to judge.
         in_range = F.lit(False)
@@ -327,15 +235,12 @@ def add_events(conn: ConnectionSettings, request: ReconcileRequest,
     """Each sample of a Debezium topic gets the change event behind it (``event``: op,
     ts_ms, the source's ts_ms, transaction), read on the driver at its partition and
     offset (a row kept after its delete points at the delete); a sample with no topic
-    record (a row the topic never had) gets none. Avro events are decoded in Spark, by the
-    decoder that read the topic."""
+    record (a row the topic never had) gets none. The value format reads the events (Avro
+    ones in Spark, by the decoder that read the topic)."""
     places = {(s["partition"], s["offset"]) for rows in samples.values() for s in rows
               if s.get("partition") is not None and s.get("offset") is not None}
     found = values_at(conn, request.topic, places, request.read_committed) if places else {}
-    if request.avro is not None:
-        events = avro_events(spark, request, found) if found else {}
-    else:
-        events = {place: event_context(value) for place, value in found.items()}
+    events = value_format(request.value_format).events(spark, request, found)
     for rows in samples.values():
         for sample in rows:
             partition, offset = sample.get("partition"), sample.get("offset")

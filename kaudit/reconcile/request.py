@@ -6,30 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kaudit.errors import InputError
-from kaudit.reconcile.avro_schemas import AVRO_FORMATS, AvroSchemas, record_fields
-from kaudit.reconcile.classes import FAILING
+from kaudit.reconcile.avro_schemas import AvroSchemas, record_fields
+from kaudit.reconcile.classes import FAILING, KAFKA_KEY
 from kaudit.reconcile.modes import ModeName
 from kaudit.reconcile.sinks import SinkSpec
 from kaudit.reconcile.source import OffsetRange
-
-KAFKA_KEY = "@key"
-
-
-def mode_for(envelope: str, mode: str | None, value_format: str = "json") -> Any:
-    """The comparison mode: the one given, else append; a Debezium topic's is upsert (its
-    final state per key), and no other."""
-    if envelope == "connect" and value_format != "json":
-        raise InputError("--envelope connect is Kafka Connect's JSON converter wrapper: it "
-                         f"needs --value-format json, not {value_format}")
-    if envelope == "debezium" and value_format not in ("json", *AVRO_FORMATS):
-        raise InputError(f"--envelope debezium reads change events in JSON or Avro, not "
-                         f"--value-format {value_format}")
-    if envelope == "debezium":
-        if mode not in (None, "upsert"):
-            raise InputError(f"--envelope debezium compares each key's final state: it "
-                             f"implies --mode upsert, not {mode}")
-        return "upsert"
-    return mode or "append"
 
 
 @dataclass(frozen=True)
@@ -39,7 +20,8 @@ class ReconcileRequest:
     topic: str
     sink_uri: str
     key: str = KAFKA_KEY
-    value_format: Literal["json", "string", "bytes", "avro", "avro-plain"] = "json"
+    value_format: str = "json"
+    """A name in :data:`kaudit.reconcile.formats.VALUE_FORMATS`."""
     schema: str | None = None
     envelope: Literal["none", "debezium", "connect"] = "none"
     """``debezium``: each value is a change event; the row is its ``after``. ``connect``:

@@ -151,7 +151,7 @@ def test_a_samples_avro_change_event_is_decoded_in_spark_as_the_topic_was(
         spark: SparkSession, tmp_path: Path) -> None:
     """What a Debezium sample shows of its event (op, ts_ms, the source's ts_ms and the
     transaction), from the raw value read at its place; None where there is no event."""
-    from kaudit.reconcile.decode_avro import avro_events
+    from kaudit.reconcile.formats.avro_decode import avro_events
 
     request = reconcile(spark, tmp_path, "avro", [], [], envelope="debezium")
     update = framed(5, ENVELOPE, {

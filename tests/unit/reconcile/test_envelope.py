@@ -8,7 +8,7 @@ import pytest
 
 from kaudit.errors import InputError
 from kaudit.reconcile.envelope import check_events, connect_rows, event_context, unwrap
-from kaudit.reconcile.request import mode_for
+from kaudit.reconcile.formats import mode_for
 
 
 def test_the_sample_gives_the_rows_events_leave_wrapped_or_bare() -> None:

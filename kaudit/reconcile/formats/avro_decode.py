@@ -19,8 +19,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kaudit.reconcile.avro_schemas import field_paths, never_null_fields, record_fields
+from kaudit.errors import InputError
+from kaudit.reconcile.avro_schemas import (
+    AvroSchemas,
+    field_paths,
+    never_null_fields,
+    record_fields,
+)
 from kaudit.reconcile.classes import KEY_PROBLEM, UNDECODABLE
+from kaudit.reconcile.envelope import OPS
+from kaudit.reconcile.formats.base import Decoded, joined_key
 from kaudit.reconcile.request import ReconcileRequest
 
 HEADER_BYTES = 5
@@ -28,19 +36,34 @@ HEADER_BYTES = 5
 SAMPLE_BYTES = 24
 
 
-def decode_avro(raw: Any, request: ReconcileRequest) -> Any:
-    """The frame and the columns decode_topic builds its result from (see
-    :class:`kaudit.reconcile.decode._Decoded`), as a dict of its fields."""
+def check_avro_fields(request: ReconcileRequest) -> None:
+    """A key or compared field the Avro reader schema lacks is a usage error, known before
+    anything is read."""
+    if request.avro is None:
+        return
+    known = field_paths(request.avro.reader.schema)
+    where = "the reader schema"
+    if request.envelope == "debezium":
+        if "op" not in known or "after" not in known:
+            raise InputError(f"{request.avro.reader.source}: the reader schema has no op and "
+                             "after fields: not a Debezium envelope")
+        known = {p.removeprefix("after.") for p in known if p.startswith("after.")}
+        where = "the reader schema's after record"
+    for name in request.value_fields():
+        if name not in known:
+            raise InputError(f"{request.avro.reader.source}: {where} has no field {name!r} "
+                             f"(fields: {', '.join(sorted(known))})")
+
+
+def decode_avro(raw: Any, request: ReconcileRequest) -> Decoded:
+    """The frame and the columns decode_topic builds its result from."""
     from pyspark.sql import functions as F
 
     schemas = request.avro
     if schemas is None:  # the CLI loads them; a request made in code may not have
         raise ValueError("an Avro value format needs the writer schemas (request.avro)")
     value = F.col("value")
-    if request.value_format == "avro":
-        decoded, reason = _framed(value, schemas)
-    else:
-        decoded, reason = _plain(value, schemas)
+    decoded, reason = _framing(schemas)(value, schemas)
     frame = raw.select("partition", "offset", "timestamp", "key", KEY_PROBLEM, "value",
                        decoded.alias("v")).withColumn("_reason", F.when(
                            value.isNotNull(), reason))
@@ -59,27 +82,24 @@ def decode_avro(raw: Any, request: ReconcileRequest) -> Any:
     raw_text = F.when(F.col(UNDECODABLE).isNotNull(), F.concat(
         F.col("_reason"), F.lit("; the value starts "),
         F.lower(F.hex(F.substring(value, 1, SAMPLE_BYTES)))))
-    return {"frame": frame, "tombstone": tombstone,
-            "values": {c: values[c] for c in request.compare},
-            "key_texts": {k: values[k].cast("string") for k in key_names},
-            "key_unread": F.col(UNDECODABLE).isNotNull(), "raw_text": raw_text,
-            "by_message_key": by_message_key}
+    return Decoded(frame=frame, tombstone=tombstone,
+                   values={c: values[c] for c in request.compare},
+                   key_texts={k: values[k].cast("string") for k in key_names},
+                   key_unread=F.col(UNDECODABLE).isNotNull(), raw_text=raw_text,
+                   by_message_key=by_message_key)
 
 
 def decode_key(raw: Any, request: ReconcileRequest) -> Any:
     """``raw`` with its message key as the text the comparison matches (an Avro key record:
-    its fields' texts joined as :func:`~kaudit.reconcile.decode.joined_key` joins them) and
+    its fields' texts joined as :func:`~kaudit.reconcile.formats.base.joined_key` joins them) and
     :data:`KEY_PROBLEM`: why an Avro key did not decode, with its first bytes in hex."""
     from pyspark.sql import functions as F
-
-    from kaudit.reconcile.decode import joined_key
 
     schemas = request.key_avro
     if schemas is None:
         return raw.withColumn(KEY_PROBLEM, F.lit(None).cast("string"))
     key = F.col("key")
-    framing = _framed if request.key_format == "avro" else _plain
-    decoded, reason = framing(key, schemas, "_k")
+    decoded, reason = _framing(schemas)(key, schemas, "_k")
     frame = raw.withColumn("_k", decoded).withColumn(KEY_PROBLEM, F.when(
         key.isNotNull(), reason))
     problem = F.col(KEY_PROBLEM)
@@ -107,8 +127,7 @@ def avro_events(spark: Any, request: ReconcileRequest,
     def field(name: str) -> Any:
         return _field(name) if name in paths else F.lit(None)
 
-    framing = _framed if request.value_format == "avro" else _plain
-    decoded, reason = framing(F.col("value"), schemas)
+    decoded, reason = _framing(schemas)(F.col("value"), schemas)
     data = [(p, o, v) for (p, o), v in values.items()]
     frame = spark.createDataFrame(data, "partition int, offset long, value binary") \
         .withColumn("v", decoded).withColumn("_reason", reason)
@@ -135,8 +154,6 @@ def _debezium(frame: Any) -> tuple[Any, Any]:
     delete, a tombstone)."""
     from pyspark.sql import functions as F
 
-    from kaudit.reconcile.envelope import OPS
-
     op = F.col("v.op")
     frame = frame.withColumn("_not_event", F.col("value").isNotNull()
                              & F.col("_reason").isNull() & (op.isNull() | ~op.isin(*OPS)))
@@ -148,6 +165,11 @@ def _debezium(frame: Any) -> tuple[Any, Any]:
         F.col("_reason").isNotNull(), F.lit("")))
     deleted = F.coalesce(op == F.lit("d"), F.lit(False)) & F.col(UNDECODABLE).isNull()
     return frame, F.col("value").isNull() | deleted
+
+
+def _framing(schemas: AvroSchemas) -> Any:
+    """The decoder of the records' framing: Confluent's wire format, or a bare body."""
+    return _framed if schemas.framed else _plain
 
 
 def _framed(value: Any, schemas: Any, decoded: str = "v") -> tuple[Any, Any]:

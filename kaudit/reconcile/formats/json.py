@@ -1,0 +1,299 @@
+"""JSON values (``--value-format json``), bare or in an envelope: their fields read as text
+and converted to the types they are compared as, so a field present in a record is never
+read as null; a record that cannot be decoded is kept, marked :data:`UNDECODABLE`, with the
+start of its raw text.
+
+Each field's type is the one ``--schema`` declares, else the sink column's
+(:meth:`JsonFormat.field_types`); the fields are looked for in a sample of the topic before
+Spark starts (:meth:`JsonFormat.check_sampled_fields`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kaudit.errors import InputError
+from kaudit.reconcile.classes import KEY_PROBLEM, UNDECODABLE
+from kaudit.reconcile.envelope import (
+    ENVELOPE_PROBLEM,
+    check_events,
+    connect_rows,
+    connect_texts,
+    debezium_texts,
+)
+from kaudit.reconcile.formats.base import Decoded, ValueFormat
+from kaudit.reconcile.infer import field_paths, not_objects
+
+if TYPE_CHECKING:
+    from kaudit.connect.settings import ConnectionSettings
+    from kaudit.reconcile.request import ReconcileRequest
+    from kaudit.reconcile.source import OffsetRange
+
+#: How much of an undecodable value the samples show.
+RAW_SAMPLE_CHARS = 200
+#: Records read from each end of each partition to check that the named fields exist.
+SAMPLE_PER_END = 300
+_CORRUPT = "_kaudit_corrupt"
+
+
+class JsonFormat(ValueFormat):
+    """``--value-format json``: fields read by name (dotted for nested ones), typed by
+    ``--schema`` or the sink."""
+
+    name = "json"
+    envelopes = frozenset({"none", "debezium", "connect"})
+
+    def check_sampled_fields(self, conn: ConnectionSettings, request: ReconcileRequest,
+                             ranges: list[OffsetRange]) -> None:
+        _check_fields_exist(conn, request, ranges)
+
+    def field_types(self, request: ReconcileRequest, sink: Any) -> dict[str, Any]:
+        return _field_types(request, sink)
+
+    def decode(self, raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -> Decoded:
+        return _decode_json(raw, request, targets)
+
+
+JSON = JsonFormat()
+
+
+def _field_types(request: ReconcileRequest, sink: Any) -> dict[str, Any]:
+    """The type each key and compared field is read as: the one ``--schema`` names, else
+    the sink column's."""
+    from pyspark.sql.types import StringType
+
+    fields = request.value_fields()
+    declared = _schema_types(request.schema) if request.schema else {}
+    sink_types = {f.name: f.dataType for f in sink.schema.fields}
+    types = {}
+    for name in fields:
+        if request.schema and name not in declared:
+            raise InputError(f"--schema has no field {name!r} "
+                             f"(fields: {', '.join(sorted(declared)) or 'none'})")
+        types[name] = declared.get(name, sink_types.get(request.sink_column(name),
+                                                         StringType()))
+    return types
+
+
+def _schema_types(ddl: str) -> dict[str, Any]:
+    from pyspark.sql.types import StructType
+
+    from kaudit.reconcile.spark import error_line  # not at the top: the CLI's start-up
+
+    try:
+        schema = StructType.fromDDL(ddl)
+    except Exception as exc:
+        raise InputError(f"--schema: not a valid DDL schema: {error_line(exc, 200)}") from None
+    out: dict[str, Any] = {}
+
+    def walk(struct: Any, prefix: str) -> None:
+        for f in struct.fields:
+            out[prefix + f.name] = f.dataType
+            if isinstance(f.dataType, StructType):
+                walk(f.dataType, prefix + f.name + ".")
+
+    walk(schema, "")
+    return out
+
+
+def _check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
+                       ranges: list[OffsetRange]) -> None:
+    """A key or compared field that no sampled value has is a usage error (a typo, a field
+    that needs --map), found before Spark starts. The sample is the first and the last
+    records of each partition, so a field added to a topic later is still seen."""
+    from kaudit.reconcile.source import sample_values  # not at the top: the CLI's start-up
+
+    wanted = request.value_fields()
+    if request.schema or not wanted:
+        return
+    texts = sample_values(conn, request.topic, ranges, SAMPLE_PER_END, request.read_committed)
+    if not texts:
+        return  # an empty range, or a sample not read in time: nothing to judge
+    # A Debezium topic's fields are those of the rows its events leave.
+    rows: list[str] | list[bytes] = texts
+    if request.envelope == "debezium":
+        rows = check_events(request.topic, texts)
+    elif request.envelope == "connect":
+        rows = connect_rows(texts)
+    known = field_paths(rows)
+    hint = None if known else not_objects(rows)
+    for name in wanted:
+        if name not in known:
+            sampled = (f"topic {request.topic} values have no field {name!r} in the "
+                       f"{len(texts)} records sampled from each partition's start and end")
+            if hint:
+                raise InputError(f"{sampled} (none of them is a JSON object: {hint})")
+            raise InputError(f"{sampled} (fields: {', '.join(sorted(known)) or 'none'}); if "
+                             "it appears elsewhere, name its type with --schema")
+
+
+def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -> Decoded:
+    """A JSON value's key and compared fields, as decode_topic describes."""
+    from pyspark.sql import functions as F
+
+    key_names = request.value_key_fields()
+    fields = request.value_fields()
+    problem, by_message_key, shown = None, None, F.col("_text")
+    if request.envelope == "debezium":
+        # The row each change event leaves (a delete's before, for its key) as the text.
+        raw = debezium_texts(raw)
+        problem, by_message_key = F.col(ENVELOPE_PROBLEM), F.col("_value").isNull()
+        shown = F.col("_value")
+    elif request.envelope == "connect":
+        raw = connect_texts(raw)
+    else:
+        # The value as text once, the bytes dropped: every later use reads the text where
+        # it lies, where each use of the bytes would copy them.
+        raw = raw.select("partition", "offset", "timestamp", "key", KEY_PROBLEM,
+                         F.col("value").isNull().alias("_tombstone"),
+                         F.col("value").cast("string").alias("_text"))
+    tombstone, text = F.col("_tombstone"), F.col("_text")
+    # Two decoders, one read. The fast one parses numbers straight to DOUBLE (what
+    # _convert makes of their text anyway): about a quarter of the decoding time of
+    # parsing text and converting it. Where it cannot give the exact same values
+    # (the value is not a JSON object, or a number field holds something else, which
+    # marks the record corrupt), the text decoder reads that record, lazily: only
+    # those records pay for it, and every record gets the text decoder's values.
+    doubles, longs = _fast_types(fields, key_names, targets)
+    frame = _parse_json(raw, text, fields, doubles, longs)
+    slow = F.col("v").isNull() | F.col(f"v.{_CORRUPT}").isNotNull()
+    fast = {name: _field_column(name) for name in fields}
+    texts = {name: _field_column(name, "vt") for name in fields}
+    values = {name: F.when(slow, _convert(texts[name], targets[name])).otherwise(
+        fast[name] if name in doubles else _convert(fast[name], targets[name]))
+        for name in fields}
+    reason = _undecodable_reason(fields, slow, fast, texts, values, doubles | longs)
+    if problem is not None:  # never a tombstone: a delete names its op
+        reason = F.coalesce(problem, reason)
+    frame = frame.withColumn(UNDECODABLE, F.when(~tombstone, reason))
+    # The text decoder writes a JSON integer as its value's digits (-0 as 0), as the
+    # BIGINT prints: both decoders give a key the same text.
+    key_texts = {name: F.when(slow, texts[name]).otherwise(
+        fast[name].cast("string") if name in longs else fast[name]) for name in key_names}
+    return Decoded(frame=frame, tombstone=tombstone, values=values, key_texts=key_texts,
+                    key_unread=F.col(UNDECODABLE).isin("", *key_names, *(
+                        ["op"] if problem is not None else [])),
+                    raw_text=F.when(F.col(UNDECODABLE).isNotNull(),
+                                    F.substring(shown, 1, RAW_SAMPLE_CHARS)),
+                    by_message_key=by_message_key)
+
+
+def _fast_types(fields: list[str], key_names: list[str],
+                targets: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """The fields the fast decoder parses to DOUBLE and to BIGINT (it reads the rest as
+    text, as the text decoder does)."""
+    from pyspark.sql.types import IntegralType, NumericType
+
+    doubles = frozenset(n for n in fields if n not in key_names
+                        and isinstance(targets[n], NumericType))
+    # Key fields the sink holds as integers are parsed to BIGINT alike: read as text,
+    # every JSON number is written out again through a JSON generator of its own.
+    longs = frozenset(n for n in key_names if isinstance(targets[n], IntegralType))
+    return doubles, longs
+
+
+def _parse_json(raw: Any, text: Any, fields: list[str], doubles: frozenset[str],
+                longs: frozenset[str]) -> Any:
+    """``raw`` with the fast decoder's struct as ``v`` and, only where that one marks the
+    record corrupt or has nothing, the text decoder's as ``vt``."""
+    from pyspark.sql import functions as F
+
+    options = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
+    # Both decoders in one projection (from_json keeps it out of Spark's generated
+    # pipeline: each projection of its own copies every row once more); the fast
+    # decoder's expression is named twice there and evaluated once.
+    decoded = F.from_json(text, _text_schema(fields, doubles, longs), options)
+    return raw.select("*", decoded.alias("v"), F.when(
+        decoded.isNull() | decoded.getField(_CORRUPT).isNotNull(),
+        F.from_json(text, _text_schema(fields), options)).alias("vt"))
+
+
+def _undecodable_reason(fields: list[str], slow: Any, fast: dict[str, Any],
+                        texts: dict[str, Any], values: dict[str, Any],
+                        fast_typed: frozenset[str]) -> Any:
+    """The field a record's value could not give ("" for the whole value), or null.
+
+    ``slow`` is true where the text decoder read the record; ``fast_typed`` are the fields
+    the fast decoder parses to a number itself (any other kind marks the record corrupt)."""
+    from pyspark.sql import functions as F
+
+    corrupt = F.col("vt").isNull() | F.col(f"vt.{_CORRUPT}").isNotNull()
+    all_null = F.lit(True)
+    for name in fields:
+        all_null = all_null & texts[name].isNull()
+    # The whole value first (not JSON, not an object, nothing wanted could be read);
+    # then a field the JSON could not give (a nested field under a non-object); then a
+    # field whose text does not convert to its type. A record the fast decoder read
+    # can only have the last kind, in a field it read as text.
+    reasons = [F.when(corrupt & all_null, F.lit(""))]
+    reasons += [F.when(corrupt & texts[n].isNull(), F.lit(n)) for n in fields]
+    reasons += [F.when(texts[n].isNotNull() & values[n].isNull(), F.lit(n))
+                for n in fields]
+    fast_reasons = [F.when(fast[n].isNotNull() & values[n].isNull(), F.lit(n))
+                    for n in fields if n not in fast_typed]
+    return F.when(slow, F.coalesce(*reasons)).otherwise(
+        F.coalesce(*fast_reasons) if fast_reasons else F.lit(None).cast("string"))
+
+
+def _field_column(name: str, struct: str = "v") -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col(struct + "." + ".".join(f"`{part}`" for part in name.split(".")))
+
+
+def _text_schema(fields: list[str], doubles: frozenset[str] = frozenset(),
+                 longs: frozenset[str] = frozenset()) -> Any:
+    """A from_json schema with every wanted field as text (nested ones as structs): Spark
+    then hands over any JSON value as its text (a number as its digits, an object as its
+    JSON), so no value is turned into null for having another type than expected.
+
+    Fields in ``doubles`` are read as DOUBLE and those in ``longs`` as BIGINT instead (the
+    fast schema, see _decode_json): a value of another kind then marks the record corrupt
+    rather than becoming null."""
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+    tree: dict[str, Any] = {}
+    for name in fields:
+        node = tree
+        parts = name.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):  # a.b and a both wanted: a is read as text
+                break
+        else:
+            node.setdefault(parts[-1], name)
+
+    def leaf(name: Any) -> Any:
+        return (DoubleType() if name in doubles else LongType() if name in longs
+                else StringType())
+
+    def struct(node: dict[str, Any]) -> Any:
+        return StructType([StructField(k, struct(v) if isinstance(v, dict) else leaf(v))
+                           for k, v in node.items()])
+
+    schema = struct(tree)
+    return StructType([*schema.fields, StructField(_CORRUPT, StringType())])
+
+
+def _convert(text: Any, target: Any) -> Any:
+    """A field's text as the type it is compared as: null only where the text was null
+    or does not convert (which decode_topic reports as undecodable)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import (
+        BooleanType,
+        DateType,
+        NumericType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    if isinstance(target, NumericType):
+        # Numbers are compared as double (align_types): 10, 10.0 and 1e1 all read alike.
+        return text.try_cast("double")
+    if isinstance(target, BooleanType):
+        return text.try_cast("boolean")
+    if isinstance(target, TimestampType | TimestampNTZType | DateType):
+        # ISO text, or a number of seconds since the epoch.
+        return F.coalesce(text.try_cast("timestamp"),
+                          F.timestamp_seconds(text.try_cast("double")))
+    return text
