@@ -18,7 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from kaudit.canary.book import CAUSES, COUNTS
-from kaudit.canary.service import Canary
+from kaudit.canary.state import CanaryState
 
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
                    30.0, 60.0)
@@ -27,7 +27,7 @@ LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 class BooksCollector(Collector):
     """Turns a canary's books and health into metric families, under its lock."""
 
-    def __init__(self, canary: Canary, info: dict[str, str]) -> None:
+    def __init__(self, canary: CanaryState, info: dict[str, str]) -> None:
         self.canary, self.info = canary, info
 
     def collect(self) -> Iterator[Any]:
@@ -85,7 +85,7 @@ def _gauge(name: str, doc: str, topic: str, value: float) -> GaugeMetricFamily:
     return gauge
 
 
-def serve(canary: Canary, address: str, port: int, info: dict[str, str]) -> Any:
+def serve(canary: CanaryState, address: str, port: int, info: dict[str, str]) -> Any:
     """Start the endpoint in a thread; returns the server (``shutdown()`` ends it)."""
     registry = CollectorRegistry()
     registry.register(BooksCollector(canary, info))

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kaudit.canary.book import COUNTS
-
-if TYPE_CHECKING:
-    from kaudit.canary.service import Canary
+from kaudit.canary.state import CanaryState
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,7 @@ class CanaryResult:
         return "fail" if self.violations() else "pass"
 
 
-def result_of(canary: Canary) -> CanaryResult:
+def result_of(canary: CanaryState) -> CanaryResult:
     """The canary's books as they stand, for the summary report."""
     with canary.lock:
         partitions = [{"partition": part, **{c: book.counts[c] for c in COUNTS},

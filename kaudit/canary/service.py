@@ -14,24 +14,19 @@ reads until every acknowledged record is read or declared, within ``drain_s``.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from kaudit.canary.book import PartitionBook
 from kaudit.canary.result import CanaryResult, result_of
-from kaudit.canary.timeline import Timeline
+from kaudit.canary.state import EVENTS_KEPT, CanarySettings, CanaryState
 from kaudit.canary.transactions import Transactions
 from kaudit.canary.watcher import HOUSEKEEPING_S, Watcher
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, ErrorCollector, new_consumer, new_producer
 from kaudit.cluster.topics import (
-    CANARY_TOPIC,
     TopicSpec,
     create_probe_topic,
     partition_roles,
@@ -42,79 +37,30 @@ from kaudit.probe.faults.injector import FaultInjector, ReaderStall, Targets
 from kaudit.probe.faults.lab import lab_for
 from kaudit.probe.faults.registry import fault_at_reached
 from kaudit.probe.ledger import SendOutcome, classify_error
-from kaudit.probe.model import ProbeSettings
-from kaudit.probe.monitor import EventLog
 from kaudit.probe.payload import decode, encoder
 from kaudit.probe.transactions import init_transactions
 from kaudit.waiting import Deadline
 
-DEFAULT_TOPIC = CANARY_TOPIC
-EVENTS_KEPT = 1000
-"""Events of each kind the summary keeps (the --events file has every one)."""
 TXN_CALL_S = 1.0
 """How long a commit or abort may hold the loop; one that times out is tried again."""
 TICK_S = 0.01
 """The loop's shortest wait for records to read: the sends due meanwhile go out together.
 (A wait for the sub-millisecond rest of a send interval is 0 ms to librdkafka: the loop
 spun on it, ~0.5 ms of CPU a record at 500 records/s.)"""
-NOT_ANOMALIES = ("fault", "heal", "note", "leader-change", "partitions-added")
-"""Events --events carries that are not anomalies (faults are in the summary's own list)."""
-
-
-@dataclass(frozen=True)
-class CanarySettings:
-    """What ``kaudit canary`` was asked for."""
-
-    producer: ProbeSettings
-    """acks, idempotence, message size, rate, faults: the probe's own settings."""
-    topic: str = DEFAULT_TOPIC
-    duration: float | None = None
-    window_s: float = 300.0
-    late_after_s: float = 10.0
-    drain_s: float = 30.0
-    events: Path | None = None
-
-
-@dataclass
-class Health:
-    """Gauges the metrics show: is the canary getting through, and where do partitions stand."""
-
-    last_ack: float = 0.0
-    last_read: float = 0.0
-    last_read_wall: float = 0.0
-    leaders: dict[int, int] = field(default_factory=dict)
-    isr_sizes: dict[int, int] = field(default_factory=dict)
 
 
 class Canary:
-    """One canary run: its books, its clients, its events."""
+    """One canary run: its clients and its loop, around the state its threads share."""
 
     def __init__(self, conn: ConnectionSettings, settings: CanarySettings,
                  session: AdminSession, stop: threading.Event,
                  say: Callable[[str], None]) -> None:
         self.conn, self.settings, self.session, self.stop = conn, settings, session, stop
         self.say = say
-        self.run_id = uuid.uuid4().bytes
-        self.started = time.monotonic()
-        self.started_wall = time.time()
-        self.lock = threading.Lock()
-        """Held while the books change: the metrics endpoint reads them from its thread."""
-        self.books: dict[int, PartitionBook] = {}
-        self.health = Health()
-        self.timeline = Timeline(self.started)
-        self.events: list[dict[str, Any]] = []
-        self.anomaly_counts: dict[str, int] = {}
-        self.log = EventLog(self.started)
-        self.notes: list[str] = []
-        self.created = False
-        self.positions: dict[int, int] = {}
-        self.log_starts: dict[int, int] = {}
+        self.state = CanaryState(settings)
         self.next_seq: dict[int, int] = {}
-        self.ack_latency: Callable[[float], None] = lambda _: None
-        self.e2e_latency: Callable[[float], None] = lambda _: None
-        self._events_file: IO[str] | None = None
         self._faults_told = 0
-        self.watcher = Watcher(self)
+        self.watcher = Watcher(self.state, conn)
         self.stall = ReaderStall()
         self.txn: Transactions | None = None
         producer = settings.producer
@@ -134,27 +80,27 @@ class Canary:
         rf = min(3, len(brokers))
         create_probe_topic(self.session, TopicSpec(self.settings.topic, len(brokers), rf,
                                                    min(2, rf), False))
-        self.created = True
+        self.state.created = True
         self.say(f"created {self.settings.topic}: {len(brokers)} partition(s), "
                  f"replication factor {rf}, min.insync.replicas {min(2, rf)}")
         return list(range(len(brokers)))
 
     def _add_partitions(self, partitions: list[int], consumer: Any, at: str) -> None:
-        new = [p for p in partitions if p not in self.books]
+        new = [p for p in partitions if p not in self.state.books]
         if not new:
             return
         offsets = self.session.list_offsets(self.settings.topic, new, "latest") \
             if at == "latest" else dict.fromkeys(new, 0)
         s = self.settings
-        with self.lock:
+        with self.state.lock:
             for p in new:
-                self.books[p] = PartitionBook(p, s.window_s, s.late_after_s)
-                self.positions[p] = offsets[p]
+                self.state.books[p] = PartitionBook(p, s.window_s, s.late_after_s)
+                self.state.positions[p] = offsets[p]
                 self.next_seq[p] = 0
         consumer.incremental_assign([client.TopicPartition(s.topic, p, offsets[p])
                                      for p in new])
         if at != "latest":
-            self.add_event({"kind": "partitions-added", "partitions": new})
+            self.state.add_event({"kind": "partitions-added", "partitions": new})
 
     # --- the loop --------------------------------------------------------------------
 
@@ -164,20 +110,20 @@ class Canary:
         collector = ErrorCollector()
         conf = p.producer_config() | {"on_delivery": self._on_delivery}
         if p.transactional:
-            conf["transactional.id"] = f"kaudit-canary-{self.run_id.hex()}"
+            conf["transactional.id"] = f"kaudit-canary-{self.state.run_id.hex()}"
         self._restart_producer: Callable[[], Any] = \
             lambda: self._new_producer(conf, collector)
         producer = self._restart_producer()
         consumer = new_consumer(self.conn, None, **{
-            "group.id": f"kaudit-canary-{self.run_id.hex()}", "enable.auto.commit": False,
+            "group.id": f"kaudit-canary-{self.state.run_id.hex()}", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50,
             "isolation.level": "read_committed"})
         if p.transactional:
             self.txn = Transactions(producer, self._restart_producer,
                                     p.txn_size, p.abort_ratio, TXN_CALL_S,
-                                    self._transaction_ended, self.notes.append)
+                                    self._transaction_ended, self.state.notes.append)
         if s.events is not None:
-            self._events_file = s.events.open("a", encoding="utf-8")
+            self.state.events_file = s.events.open("a", encoding="utf-8")
         injector = self._injector() if p.faults else None
         try:
             self._add_partitions(partitions, consumer, "latest")
@@ -195,10 +141,10 @@ class Canary:
                 injector.cancel()
                 injector.join(p.fault_duration + 150)
                 injector.heal()
-                self.notes.extend(injector.errors)
+                self.state.notes.extend(injector.errors)
             consumer.close()
-            if self._events_file is not None:
-                self._events_file.close()
+            if self.state.events_file is not None:
+                self.state.events_file.close()
 
     def _new_producer(self, conf: dict[str, Any], collector: ErrorCollector) -> Any:
         producer = new_producer(self.conn, collector, **conf)
@@ -215,26 +161,26 @@ class Canary:
         err = client.serve_reports(producer, timeout)
         if err is None:
             return producer
-        self.notes.append(f"producer failed: {err.str()}; a new one took over")
+        self.state.notes.append(f"producer failed: {err.str()}; a new one took over")
         return self._restart_producer()
 
     def _transaction_ended(self, members: list[tuple[int, int]], aborted: bool) -> None:
         """An aborted transaction's records are never to be read; those of a commit with
         no known outcome are indeterminate."""
         now, found = time.monotonic(), []
-        with self.lock:
+        with self.state.lock:
             for part, seq in members:
-                found += self.books[part].withdrawn(seq, now, aborted)
+                found += self.state.books[part].withdrawn(seq, now, aborted)
         for event in found:
-            self.add_event(event)
+            self.state.add_event(event)
 
     def _loop(self, producer: Any, consumer: Any) -> None:
         s = self.settings
         rate = s.producer.rate or 100.0
-        encode = encoder(self.run_id, s.producer.message_size)
+        encode = encoder(self.state.run_id, s.producer.message_size)
         interval, next_send = 1.0 / rate, time.monotonic()
         next_house = 0.0
-        end = self.started + s.duration if s.duration else float("inf")
+        end = self.state.started + s.duration if s.duration else float("inf")
         sent = 0
         while not self.stop.is_set() and time.monotonic() < end:
             now = time.monotonic()
@@ -242,7 +188,7 @@ class Canary:
                 self.txn.turn(now)
                 producer = self.txn.producer  # a new one after a fatal error
             while next_send <= now:
-                order = sorted(self.books)
+                order = sorted(self.state.books)
                 part = order[sent % len(order)]
                 # No send while a commit is pending: the record is skipped, not queued.
                 if self.txn is None or self.txn.can_send(now):
@@ -265,7 +211,8 @@ class Canary:
         """Pause or resume the reader as ``stall-reader`` asks (its position is kept)."""
         held = self.stall.held.is_set()
         if held != self._paused:
-            parts = [client.TopicPartition(self.settings.topic, p) for p in sorted(self.books)]
+            parts = [client.TopicPartition(self.settings.topic, p)
+                     for p in sorted(self.state.books)]
             (consumer.pause if held else consumer.resume)(parts)
             self._paused = held
 
@@ -274,9 +221,9 @@ class Canary:
         seq = self.next_seq[part]
         self.next_seq[part] = seq + 1
         now = time.monotonic()
-        with self.lock:
-            self.books[part].sent(seq, now)
-            self.timeline.add("sent", now)
+        with self.state.lock:
+            self.state.books[part].sent(seq, now)
+            self.state.timeline.add("sent", now)
         value = encode(seq, global_seq, time.time_ns())
         try:
             producer.produce(self.settings.topic, value, None, part)
@@ -296,67 +243,66 @@ class Canary:
 
     def _answered(self, part: int, seq: int, error: str | None, offset: int | None,
                   epoch: int | None = None) -> None:
-        now = time.monotonic()
-        with self.lock:
-            book = self.books[part]
+        now, state = time.monotonic(), self.state
+        with state.lock:
+            book = state.books[part]
             sent = book.open.get(seq)
             placed = offset is not None and offset >= 0
             # An idempotent producer's ack without an offset is a retry the broker already
             # had: acknowledged. With acks=0 there is no answer at all: nothing is promised.
             if error is None and (placed or self._ordered):
                 book.acked(seq, offset if placed else None, now, epoch)
-                self.health.last_ack = now
-                self.timeline.add("acked", now)
+                state.health.last_ack = now
+                state.timeline.add("acked", now)
                 if sent is not None:
-                    self.ack_latency(now - sent.sent_at)
-                    self.timeline.ack_latency(now, now - sent.sent_at)
+                    state.ack_latency(now - sent.sent_at)
+                    state.timeline.ack_latency(now, now - sent.sent_at)
             else:
                 indeterminate = classify_error(error or "_UNKNOWN") \
                     is SendOutcome.indeterminate
                 book.not_acked(seq, now, indeterminate)
-                self.timeline.add("indeterminate" if indeterminate else "failed", now)
+                state.timeline.add("indeterminate" if indeterminate else "failed", now)
 
     def _read(self, consumer: Any, timeout: float) -> None:
         messages = consumer.consume(num_messages=2000, timeout=timeout)
         if not messages:
             return
-        now = time.monotonic()
+        now, state = time.monotonic(), self.state
         found: list[dict[str, Any]] = []
-        with self.lock:
+        with state.lock:
             for msg in messages:
                 if msg.error() is not None:
                     continue
                 part, offset = msg.partition(), msg.offset()
-                self.positions[part] = max(self.positions.get(part, 0), offset + 1)
+                state.positions[part] = max(state.positions.get(part, 0), offset + 1)
                 record = decode(msg.value())
-                if record is None or record.run_id != self.run_id or part not in self.books:
+                if record is None or record.run_id != state.run_id or part not in state.books:
                     continue  # foreign: another run's, or not a canary record
-                found += self.books[part].read(record.partition_seq, offset, now, _epoch(msg))
-                self.health.last_read, self.health.last_read_wall = now, time.time()
-                self.e2e_latency(max(0.0, time.time() - record.sent_ns / 1e9))
+                found += state.books[part].read(record.partition_seq, offset, now, _epoch(msg))
+                state.health.last_read, state.health.last_read_wall = now, time.time()
+                state.e2e_latency(max(0.0, time.time() - record.sent_ns / 1e9))
         for event in found:
-            self.add_event(event)
+            state.add_event(event)
 
     def _settle(self, now: float) -> None:
         """Declare what the reader had passed when the watcher last read the log starts,
         settle what the window has, and pass faults and heals on to ``--events``."""
         found: list[dict[str, Any]] = []
         # Faults and heals go to --events too, in order with the anomalies they explain.
-        for fault in self.log.events()[self._faults_told:]:
+        for fault in self.state.log.events()[self._faults_told:]:
             self._faults_told += 1
             found.append({"kind": fault.kind, "detail": fault.detail}
                          | ({"partition": fault.partition} if fault.partition is not None
                             else {}))
         seen, self.watcher.seen = self.watcher.seen, None
-        with self.lock:
-            for part, book in self.books.items():
+        with self.state.lock:
+            for part, book in self.state.books.items():
                 if seen is not None and part in seen[1]:
                     positions, starts = seen
-                    self.log_starts[part] = starts[part]
                     found += book.passed(positions.get(part, 0), starts[part], now)
                 found += book.expire(now)
         for event in found:
-            self.add_event(event)
+            self.state.add_event(event)
 
     def _drain(self, producer: Any, consumer: Any) -> None:
         """Wait for the last answers, then read until every acknowledged record is read or
@@ -369,7 +315,7 @@ class Canary:
             self._hold_reader(consumer)
             self._read(consumer, 0.2)
             self._settle(time.monotonic())
-            if not any(b.unsettled()["acked_unread"] for b in self.books.values()):
+            if not any(b.unsettled()["acked_unread"] for b in self.state.books.values()):
                 break
         self._serve(producer)
 
@@ -382,39 +328,20 @@ class Canary:
             # As probe's faults do, wait for partition 0's first acknowledged write too:
             # on a slow cluster a new topic can take seconds to take writes, and a fault
             # aimed at partition 0 before then meets a leader with nothing to lose.
-            elapsed = time.monotonic() - self.started
-            book = self.books.get(0)
+            elapsed = time.monotonic() - self.state.started
+            book = self.state.books.get(0)
             return fault_at_reached(p.fault_at, elapsed / duration if duration else 0.0,
                                     elapsed) and book is not None and book.counts["acked"] > 0
 
         injector = FaultInjector(
             list(p.faults), trigger,
-            p.fault_duration, self.log, lab_for(p.faults, p.lab_state_dir),
+            p.fault_duration, self.state.log, lab_for(p.faults, p.lab_state_dir),
             Targets(lambda: partition_roles(self.session, self.settings.topic),
                     reader=self.stall),
             settle_s=self.conn.timeout)
         self.session.excuse(injector.excused_until)
         injector.start()
         return injector
-
-    def add_event(self, event: dict[str, Any]) -> None:
-        """Keep an anomaly the books found for the summary and append it to ``--events`` at
-        once, with the wall-clock time."""
-        kind = event["kind"]
-        event = {"time": round(time.time(), 3), "topic": self.settings.topic, **event}
-        at = event.pop("at", None)
-        if kind in ("lost", "duplicated"):
-            with self.lock:
-                self.timeline.add(kind, time.monotonic() if at is None else at)
-        if kind not in NOT_ANOMALIES:
-            self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
-        # The summary keeps the first EVENTS_KEPT of each kind: a flood of late reads must
-        # not crowd out the losses. --events has them all.
-        if kind in self.anomaly_counts and self.anomaly_counts[kind] <= EVENTS_KEPT:
-            self.events.append(event)
-        if self._events_file is not None:
-            self._events_file.write(json.dumps(event, sort_keys=True) + "\n")
-            self._events_file.flush()
 
 
 def _epoch(msg: Any) -> int | None:
@@ -423,4 +350,4 @@ def _epoch(msg: Any) -> int | None:
     return int(epoch) if epoch is not None and epoch >= 0 else None
 
 
-__all__ = ["Canary", "CanaryResult", "CanarySettings", "result_of"]
+__all__ = ["EVENTS_KEPT", "Canary", "CanaryResult", "CanarySettings", "result_of"]

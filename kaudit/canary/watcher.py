@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
 
+from kaudit.canary.state import CanaryState
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession
+from kaudit.connect.settings import ConnectionSettings
 from kaudit.waiting import Deadline
-
-if TYPE_CHECKING:
-    from kaudit.canary.service import Canary
 
 HOUSEKEEPING_S = 1.0
 TOPIC_LOOK_S = 10.0
@@ -23,10 +21,10 @@ class Watcher(threading.Thread):
     after the reader passed it) about once a second, and the topic's partitions, leaders
     and ISR every :data:`TOPIC_LOOK_S`. A cluster out of reach only delays its answers."""
 
-    def __init__(self, canary: Canary) -> None:
+    def __init__(self, canary: CanaryState, conn: ConnectionSettings) -> None:
         super().__init__(name="kaudit-canary-watch", daemon=True)
-        self.canary = canary
-        self.session = AdminSession(canary.conn)  # its own: no fault's excuse holds it back
+        self.canary, self.timeout = canary, conn.timeout
+        self.session = AdminSession(conn)  # its own: no fault's excuse holds it back
         self.seen: tuple[dict[int, int], dict[int, int]] | None = None
         """(reader positions, log starts read after them), taken by the loop."""
         self.grown: list[int] = []
@@ -56,7 +54,7 @@ class Watcher(threading.Thread):
         canary = self.canary
         try:
             md = self.session.admin.list_topics(topic=canary.settings.topic,
-                                                  timeout=canary.conn.timeout)
+                                                  timeout=self.timeout)
         except client.KafkaException:
             return
         topic = md.topics.get(canary.settings.topic)

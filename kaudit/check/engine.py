@@ -18,6 +18,7 @@ from kaudit.check.clients import ClientConfig
 from kaudit.check.findings import CheckResult, Finding, Guarantee, Severity, SubjectKind
 from kaudit.check.guarantees import pair_guarantee, topic_guarantee
 from kaudit.check.policy.model import ClientBinding, PolicySet, Profile, strictest
+from kaudit.check.rules import all_rules
 from kaudit.check.rules.common import is_internal
 from kaudit.check.rules.registry import (
     ClientCheck,
@@ -31,7 +32,6 @@ from kaudit.check.rules.registry import (
     TopicCheck,
     TopicContext,
     Violation,
-    all_rules,
 )
 from kaudit.cluster.model import ClusterSnapshot, Topic
 

@@ -138,7 +138,7 @@ def canary(
         finally:
             if server is not None:
                 server.shutdown()
-    result = result_of(run)
+    result = result_of(run.state)
     # A SIGTERM is how a service is told to stop: the run's verdict decides the exit code.
     page = render(SUMMARY, result, choose_format(format, output, html=True))
     return end_run("canary", page, output,
@@ -157,7 +157,7 @@ def _serve(run: Canary, address: str, port: int, settings: CanarySettings) -> An
             "window_seconds": f"{settings.window_s:g}",
             "late_after_seconds": f"{settings.late_after_s:g}"}
     try:
-        server = serve(run, address, port, info)
+        server = serve(run.state, address, port, info)
     except OSError as exc:
         raise InputError(f"--metrics-port {port}: cannot listen on {address}: "
                          f"{exc.strerror or exc}") from None

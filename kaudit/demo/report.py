@@ -99,5 +99,5 @@ def demo_document(result: DemoResult) -> dict[str, Any]:
     }
 
 
-DEMO: Report[DemoResult] = Report(name="demo", schema=SCHEMA, document=demo_document)
+DEMO: Report[DemoResult] = Report(name="demo", document=demo_document)
 """``kaudit demo --format json``: JSON only (the table is the steps' own output)."""

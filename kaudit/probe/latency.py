@@ -172,8 +172,8 @@ State = Literal["available", "unavailable", "idle"]
 
 
 @dataclass(frozen=True, slots=True)
-class Second:
-    """One second of the run."""
+class TimelineSecond:
+    """One second of the probe run's timeline: what was sent and answered in it."""
 
     second: int
     sent: int
@@ -286,9 +286,9 @@ class Timeline:
     def __len__(self) -> int:
         return len(self._sent)
 
-    def seconds(self) -> list[Second]:
+    def seconds(self) -> list[TimelineSecond]:
         """Every second from 0 to the last one recorded."""
-        out: list[Second] = []
+        out: list[TimelineSecond] = []
         waiting = 0
         for i in range(len(self._sent)):
             sent, acked = self._sent[i], self._acked[i]
@@ -301,7 +301,7 @@ class Timeline:
             else:
                 state = "idle"
             lo, hi = self._lat_min[i], self._lat_max[i]
-            out.append(Second(i, sent, acked, failed, indeterminate, max(waiting, 0),
+            out.append(TimelineSecond(i, sent, acked, failed, indeterminate, max(waiting, 0),
                               lo if acked else None, hi if acked else None, state,
                               self._lost.get(i, 0), self._duplicated.get(i, 0)))
             waiting += sent - acked - failed - indeterminate

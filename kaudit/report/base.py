@@ -37,14 +37,13 @@ Renderer = Callable[[Any, RenderOptions], str]
 
 @dataclass(frozen=True)
 class Report(Generic[Result]):
-    """One kind of report: its schema, its record form and its text formats."""
+    """One kind of report: its record form and its text formats."""
 
     name: str
     """The command (or subcommand) whose report this is."""
-    schema: str
-    """The JSON document's ``schema`` value, e.g. ``kaudit.probe/v1``."""
     document: Callable[[Result], dict[str, Any]]
-    """The one record form every machine format builds on."""
+    """The one record form every machine format builds on; it carries its own ``schema``
+    value, e.g. ``kaudit.probe/v1``."""
     renderers: Mapping[str, Renderer] = field(default_factory=lambda: MappingProxyType({}))
     """Text formats by ``--format`` value; ``json`` defaults to the document."""
 

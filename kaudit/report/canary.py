@@ -136,6 +136,6 @@ def _lost_runs(events: list[dict[str, Any]]
     return runs
 
 
-CANARY: Report[CanaryResult] = Report(name="canary", schema=SCHEMA, document=canary_document,
+CANARY: Report[CanaryResult] = Report(name="canary", document=canary_document,
                                       renderers={"table": canary_table,
                                                  "html": text_only(canary_html)})

@@ -8,7 +8,7 @@ from typing import Any
 from tabulate import tabulate
 
 from kaudit.cluster.info import ClusterInfo
-from kaudit.cluster.model import SNAPSHOT_SCHEMA, ClusterSnapshot, snapshot_to_dict
+from kaudit.cluster.model import ClusterSnapshot, snapshot_to_dict
 from kaudit.report.base import Report, text_only
 
 SCHEMA = "kaudit.cluster/v1"
@@ -50,10 +50,9 @@ def cluster_table(info: ClusterInfo) -> str:
     return f"{head}\n\n{brokers}\n"
 
 
-CLUSTER: Report[ClusterInfo] = Report(name="cluster", schema=SCHEMA, document=cluster_document,
+CLUSTER: Report[ClusterInfo] = Report(name="cluster", document=cluster_document,
                                       renderers={"table": text_only(cluster_table)})
 """The ``kaudit cluster`` report."""
 
-SNAPSHOT: Report[ClusterSnapshot] = Report(name="snapshot", schema=SNAPSHOT_SCHEMA,
-                                           document=snapshot_to_dict)
+SNAPSHOT: Report[ClusterSnapshot] = Report(name="snapshot", document=snapshot_to_dict)
 """``kaudit snapshot``: JSON only, the file ``check --snapshot`` reads back."""

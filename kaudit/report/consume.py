@@ -131,7 +131,6 @@ def consume_table(report: ConsumeReport) -> str:
     return "\n".join(line for line in lines) + "\n"
 
 
-CONSUME: Report[ConsumeReport] = Report(name="probe consume", schema=SCHEMA,
-                                        document=consume_document,
+CONSUME: Report[ConsumeReport] = Report(name="probe consume", document=consume_document,
                                         renderers={"table": text_only(consume_table)})
 """The ``kaudit probe consume`` report."""

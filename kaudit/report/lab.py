@@ -92,11 +92,10 @@ def env_exports(state: LabState) -> str:
                    else f"unset {name}\n" for name, value in env_variables(state).items())
 
 
-LAB_STATUS: Report[LabStatus] = Report(name="lab status", schema=STATUS_SCHEMA,
-                                       document=status_document,
+LAB_STATUS: Report[LabStatus] = Report(name="lab status", document=status_document,
                                        renderers={"table": text_only(status_table)})
 """``kaudit lab status``, and the JSON the other lab commands print with ``-f json``."""
 
-LAB_ENV: Report[LabState] = Report(name="lab env", schema=ENV_SCHEMA, document=env_document,
+LAB_ENV: Report[LabState] = Report(name="lab env", document=env_document,
                                    renderers={"table": text_only(env_exports)})
 """``kaudit lab env``: shell exports, or the same variables as JSON."""

@@ -92,8 +92,7 @@ def matrix_html(rows: list[MatrixRow]) -> str:
         context=f"{len(rows)} configuration(s), {len(runs)} run(s)", head=explained)
 
 
-MATRIX: Report[list[MatrixRow]] = Report(name="probe matrix", schema=SCHEMA,
-                                         document=matrix_document,
+MATRIX: Report[list[MatrixRow]] = Report(name="probe matrix", document=matrix_document,
                                          renderers={"table": text_only(matrix_table),
                                                     "html": text_only(matrix_html)})
 """The ``kaudit probe matrix`` report."""

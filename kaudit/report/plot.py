@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kaudit.errors import InputError
 from kaudit.report.output import write_file
-from kaudit.report.timeline import LABELLED, Mark, Run, Second, describe_error, parse_record
+from kaudit.report.timeline import LABELLED, ChartSecond, Mark, Run, describe_error, parse_record
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -227,7 +227,7 @@ def _legend_rank(label: str) -> int:
                 len(_LEGEND_ORDER))
 
 
-def _throughput(ax: Axes, seconds: list[Second]) -> None:
+def _throughput(ax: Axes, seconds: list[ChartSecond]) -> None:
     from matplotlib.ticker import MaxNLocator
     x = [s.second + 0.5 for s in seconds]
     size = _marker_size(seconds)
@@ -258,7 +258,7 @@ def _throughput(ax: Axes, seconds: list[Second]) -> None:
                 ha="center", va="center", color="#757575")
 
 
-def _latency(ax: Axes, seconds: list[Second], refs: list[tuple[str, float]]) -> None:
+def _latency(ax: Axes, seconds: list[ChartSecond], refs: list[tuple[str, float]]) -> None:
     # A second without acknowledgements is a gap (NaN), not a line across the outage.
     x = [s.second + 0.5 for s in seconds]
     y = [math.nan if s.latency_ms is None else s.latency_ms for s in seconds]
@@ -345,7 +345,7 @@ def _free_top(x0: float, width: float, height: float, highest: float,
     return highest  # unreachable: the lowest candidate clears every label
 
 
-def _marker_size(seconds: list[Second]) -> float:
+def _marker_size(seconds: list[ChartSecond]) -> float:
     return 3.0 if len(seconds) <= 60 else 1.2
 
 

@@ -247,7 +247,7 @@ def _details_html(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-PROBE: Report[ProbeReport] = Report(name="probe", schema=SCHEMA, document=probe_document,
+PROBE: Report[ProbeReport] = Report(name="probe", document=probe_document,
                                     renderers={"table": text_only(probe_table),
                                                "html": text_only(probe_html)})
 """The ``kaudit probe`` report (``--plot`` draws the same document: :mod:`kaudit.report.plot`)."""

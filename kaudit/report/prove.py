@@ -122,7 +122,7 @@ def prove_html(proof: Proof) -> str:
                      context=f"{len(proof.rows)} claim(s) judged on {len(doc['runs'])} run(s)")
 
 
-PROVE: Report[Proof] = Report(name="probe prove", schema=SCHEMA, document=prove_document,
+PROVE: Report[Proof] = Report(name="probe prove", document=prove_document,
                               renderers={"table": text_only(prove_table),
                                          "html": text_only(prove_html)})
 """The ``kaudit probe prove`` report."""

@@ -82,8 +82,7 @@ def reconcile_html(result: ReconcileResult) -> str:
                                                     *classes], rows))])
 
 
-RECONCILE: Report[ReconcileResult] = Report(name="reconcile", schema=SCHEMA,
-                                            document=reconcile_document,
+RECONCILE: Report[ReconcileResult] = Report(name="reconcile", document=reconcile_document,
                                             renderers={"table": text_only(reconcile_table),
                                                        "html": text_only(reconcile_html)})
 """The ``kaudit reconcile`` report."""

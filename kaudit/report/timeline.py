@@ -18,7 +18,9 @@ LABEL_CHARS, LABEL_LINES = 34, 4
 
 
 @dataclass(frozen=True)
-class Second:
+class ChartSecond:
+    """One second of the chart, read back from a record's ``timeline`` row."""
+
     second: int
     sent: int
     acked: int
@@ -43,7 +45,7 @@ class Mark:
 class Run:
     """What the plot shows, checked and converted before anything is drawn."""
 
-    seconds: list[Second]
+    seconds: list[ChartSecond]
     marks: list[Mark]
     windows: list[tuple[float, float]]
     title: tuple[str, str, str]
@@ -76,14 +78,14 @@ def count(value: Any, name: str) -> int:
     return int(value)
 
 
-def _seconds(record: Mapping[str, Any]) -> list[Second]:
+def _seconds(record: Mapping[str, Any]) -> list[ChartSecond]:
     out = []
     timeline = record["timeline"]
     if not isinstance(timeline, Sequence) or isinstance(timeline, str):
         raise ValueError("timeline is not a list")
     for row in timeline:
         latency = row.get("ack_latency_max_ms")
-        out.append(Second(
+        out.append(ChartSecond(
             second=count(row["second"], "second"),
             sent=count(row["sent"], "sent"),
             acked=count(row["acked"], "acked"),
@@ -97,7 +99,7 @@ def _seconds(record: Mapping[str, Any]) -> list[Second]:
     return sorted(out, key=lambda s: s.second)
 
 
-def _windows(record: Mapping[str, Any], seconds: list[Second]) -> list[tuple[float, float]]:
+def _windows(record: Mapping[str, Any], seconds: list[ChartSecond]) -> list[tuple[float, float]]:
     """Unavailability windows as (start, end) seconds: from the record, else the timeline."""
     availability = record.get("availability") or {}
     listed = availability.get("unavailable_windows")

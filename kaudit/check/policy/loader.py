@@ -256,7 +256,7 @@ class _Loader:
     def _rule_id(self, reader: NodeReader, node: Node, what: str) -> str:
         # Lazy: the rules depend on the policy model, not the other way round; only
         # a policy that names a rule needs the registry (and every rule module loaded).
-        from kaudit.check.rules.registry import get_rule, rule_names
+        from kaudit.check.rules import get_rule, rule_names
 
         ref = reader.text(node, what)
         found = get_rule(ref)

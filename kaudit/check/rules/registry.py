@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
+from types import MappingProxyType
 from typing import Literal, TypeVar
 
 from kaudit.check.clients import ClientConfig
@@ -199,26 +200,12 @@ def rule(rule_id: str, name: str, severity: Severity, summary: str, *, scope: Sc
     return register
 
 
-def all_rules() -> tuple[Rule, ...]:
-    """Every registered rule, by id."""
-    _load_rule_modules()
-    return tuple(_RULES[k] for k in sorted(_RULES))
+def registered() -> Mapping[str, Rule]:
+    """The rules registered so far, by id. ``kaudit.check.rules`` imports every rule module
+    first: reach the rules through it."""
+    return MappingProxyType(_RULES)
 
 
-def get_rule(id_or_name: str) -> Rule | None:
-    """The rule with this id (``KA101``) or name (``topic.replication-factor-floor``)."""
-    _load_rule_modules()
-    key = id_or_name.strip()
-    found = _RULES.get(key.upper()) or _RULES.get(_BY_NAME.get(key, ""))
-    return found
-
-
-def rule_names() -> Mapping[str, str]:
-    """Every rule id and name, mapped to the id (for lookups and did-you-mean)."""
-    _load_rule_modules()
-    return {**{k: k for k in _RULES}, **_BY_NAME}
-
-
-def _load_rule_modules() -> None:
-    # Importing the package imports every rule module, which registers them.
-    import kaudit.check.rules  # noqa: F401
+def registered_names() -> Mapping[str, str]:
+    """The registered rules' names, mapped to their ids."""
+    return MappingProxyType(_BY_NAME)

@@ -18,7 +18,9 @@ PROMISES = {
     "transactional": "exactly-once",
     "sink-offsets": "exactly-once",
 }
-"""What each strategy is documented to give under crashes (DESIGN.md, the seeds)."""
+"""What each strategy promises when a worker crashes: committing before processing may lose
+records, after it may repeat them; a transaction, or offsets kept in the sink with the
+results, does neither; auto-commit, on a timer, promises nothing."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from kaudit.report.check.github import render_github
 from kaudit.report.check.html_format import render_html
 from kaudit.report.check.json_format import render_json
 from kaudit.report.check.junit import render_junit
-from kaudit.report.check.record import SCHEMA, check_document, redacted_result
+from kaudit.report.check.record import check_document, redacted_result
 from kaudit.report.check.sarif import render_sarif
 from kaudit.report.check.table import render_table
 from kaudit.report.output import CheckFormat
@@ -45,7 +45,7 @@ def _redacted(formatter: CheckFormatter) -> CheckFormatter:
 
 
 CHECK: Report[CheckResult] = Report(
-    name="check", schema=SCHEMA, document=lambda result: dict(check_document(result)),
+    name="check", document=lambda result: dict(check_document(result)),
     renderers=MappingProxyType({str(fmt): _redacted(formatter)
                                 for fmt, formatter in CHECK_FORMATTERS.items()}))
 """The check report: ``color`` affects ``table`` only."""

@@ -6,15 +6,22 @@ import threading
 from typing import Any, cast
 
 from kaudit.canary.book import PartitionBook
-from kaudit.canary.service import Canary, CanarySettings
+from kaudit.canary.service import Canary
+from kaudit.canary.state import CanarySettings, CanaryState
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.probe.model import ProbeSettings
 
 
-def a_canary(expect: str | None = None) -> Canary:
+def a_canary_run(expect: str | None = None) -> Canary:
+    """A canary with no cluster behind it (its connection carries a secret)."""
     settings = CanarySettings(producer=ProbeSettings(rate=10, expect=expect))
     conn = ConnectionSettings("127.0.0.1:1", properties={"sasl.password": "s3cret-pw"})
-    canary = Canary(conn, settings, cast(Any, None), threading.Event(), lambda _: None)
+    return Canary(conn, settings, cast(Any, None), threading.Event(), lambda _: None)
+
+
+def a_canary(expect: str | None = None) -> CanaryState:
+    """The state of :func:`a_canary_run`, its books filled by hand."""
+    canary = a_canary_run(expect).state
     for part in (0, 1):
         canary.books[part] = PartitionBook(part, 60, 5)
     b0, b1 = canary.books[0], canary.books[1]

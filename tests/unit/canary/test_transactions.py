@@ -9,7 +9,7 @@ import pytest
 
 from kaudit.canary.transactions import OPEN_AT_MOST_S, Transactions
 from kaudit.cluster import client
-from tests.unit.canary.sample import a_canary
+from tests.unit.canary.sample import a_canary_run
 
 
 class Error:
@@ -216,11 +216,11 @@ def test_poll_raising_anything_but_a_fatal_error_is_a_bug_not_an_outcome() -> No
 
 
 def test_a_canary_without_transactions_replaces_a_producer_that_failed_fatally() -> None:
-    canary = a_canary()
+    canary = a_canary_run()
     failed, fresh = Producer(fail_polls=[Error()]), Producer()
     canary._restart_producer = lambda: fresh
     assert canary._serve(fresh) is fresh and fresh.calls == ["poll"]
     assert canary._serve(failed) is fresh
-    assert canary.notes == ["producer failed: broken; a new one took over"]
+    assert canary.state.notes == ["producer failed: broken; a new one took over"]
     with pytest.raises(client.KafkaException):  # anything else from poll is a bug
         canary._serve(Producer(fail_polls=[Error(retriable=True)]))

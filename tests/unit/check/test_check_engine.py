@@ -10,7 +10,8 @@ import pytest
 from kaudit_rule_cases import run_case
 
 from kaudit.check.findings import Severity, SubjectKind
-from kaudit.check.rules.registry import all_rules, rule
+from kaudit.check.rules import all_rules
+from kaudit.check.rules.registry import rule
 from kaudit.cluster.model import is_internal_topic
 
 BROKEN = {
