@@ -312,8 +312,13 @@ def test_a_frozen_cluster_costs_availability_not_records_and_a_restart_counts_on
         frozen_read = gauge(metrics_port, read)
         assert proc.poll() is None  # out of reach is not a reason to stop
         lab_resume(Path(lab.state_dir), [1, 2, 3], wait_s=120)
-        # It goes on: new records read, both kinds of availability back.
+        # It goes on: new records read, both kinds of availability back, and (every fourth
+        # transaction is aborted on purpose, once a transaction ends at all) one aborted. A
+        # freeze soon after the start leaves no aborted transaction before it: waited for,
+        # not hoped for.
+        aborted = 'kaudit_canary_records_total{fate="aborted",'
         assert wait_for(lambda: (gauge(metrics_port, read) > frozen_read + 200
+                        and gauge(metrics_port, aborted) > 0
                         and gauge(metrics_port, "kaudit_canary_produce_available{") == 1
                         and gauge(metrics_port, "kaudit_canary_consume_available{") == 1)
                         or proc.poll() is not None, 120), "the canary did not go on"
