@@ -69,16 +69,17 @@ def worker_node(lab: Lab) -> LabNode:
     return LabState.load(Path(lab.state_dir)).node(CONNECT_ID)
 
 
-def wait_until(condition: Callable[[], Any], within: float, what: str) -> Any:
-    """``condition``'s first truthy answer, asked every half second; fails after
-    ``within`` seconds, naming ``what`` was awaited."""
+def wait_until(condition: Callable[[], Any], within: float, what: str,
+               every: float = 0.5) -> Any:
+    """``condition``'s first truthy answer, asked every ``every`` seconds (half a second:
+    some read a table through Spark); fails after ``within`` seconds, naming ``what``."""
     deadline = time.monotonic() + within
     while True:
         found = condition()
         if found:
             return found
         assert time.monotonic() < deadline, f"not within {within:g}s: {what}"
-        time.sleep(0.5)
+        time.sleep(every)
 
 
 def start_connector(node: LabNode, name: str, config: dict[str, str]) -> None:
@@ -99,7 +100,8 @@ def wait_running(node: LabNode, name: str, within: float = 120) -> None:
         return status["connector"]["state"] == "RUNNING" and bool(tasks) and all(
             t["state"] == "RUNNING" for t in tasks)
 
-    wait_until(running, within, f"connector {name} and its tasks running")
+    # A status is one REST call to the worker: cheap to ask often.
+    wait_until(running, within, f"connector {name} and its tasks running", every=0.1)
 
 
 def delete_connector(node: LabNode, name: str) -> None:

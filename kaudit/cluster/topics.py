@@ -142,4 +142,4 @@ def wait_until_in_sync(session: AdminSession, wait_s: float, interrupted: thread
         return all(len(p.isrs) == len(p.replicas)
                    for t in metadata.topics.values() for p in t.partitions.values())
 
-    return bool(wait_for(all_in_sync, wait_s, every=0.5, cancel=interrupted))
+    return bool(wait_for(all_in_sync, wait_s, every=0.1, cancel=interrupted))

@@ -203,6 +203,6 @@ def wait_worker_ready(node: LabNode, wait_s: float) -> None:
             return
         except (LabError, OSError) as exc:
             last = str(exc)[:200]
-        time.sleep(deadline.slice(0.5))
+        time.sleep(deadline.slice(0.1))
     raise LabError(f"connect {node.id} not ready after {wait_s:g}s: {last}",
                    hint=f"its log: {node.log_path}")
