@@ -38,8 +38,8 @@ from kaudit.cluster.topics import (
     topic_partitions,
 )
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.probe.faults.injector import FaultInjector, ReaderStall, Targets
-from kaudit.probe.faults.lab import lab_for
+from kaudit.probe.faults.injector import FaultInjector, ReaderStall, Targets, start_injector
+from kaudit.probe.faults.lab import LabControl, lab_for
 from kaudit.probe.faults.registry import fault_at_reached
 from kaudit.probe.ledger import SendOutcome, classify_error
 from kaudit.probe.model import ProbeSettings
@@ -160,6 +160,7 @@ class Canary:
 
     def run(self) -> None:
         s, p = self.settings, self.settings.producer
+        lab = lab_for(p.faults, p.lab_state_dir)  # no lab is exit 2 before any topic
         partitions = self.prepare_topic()
         collector = ErrorCollector()
         conf = p.producer_config() | {"on_delivery": self._on_delivery}
@@ -178,7 +179,7 @@ class Canary:
                                     self._transaction_ended, self.notes.append)
         if s.events is not None:
             self._events_file = s.events.open("a", encoding="utf-8")
-        injector = self._injector() if p.faults else None
+        injector = self._injector(lab) if p.faults else None
         try:
             self._add_partitions(partitions, consumer, "latest")
             self.watcher.start()
@@ -375,7 +376,7 @@ class Canary:
 
     # --- faults and events -------------------------------------------------------------
 
-    def _injector(self) -> FaultInjector:
+    def _injector(self, lab: LabControl | None) -> FaultInjector:
         p, duration = self.settings.producer, self.settings.duration
 
         def trigger() -> bool:
@@ -387,15 +388,10 @@ class Canary:
             return fault_at_reached(p.fault_at, elapsed / duration if duration else 0.0,
                                     elapsed) and book is not None and book.counts["acked"] > 0
 
-        injector = FaultInjector(
-            list(p.faults), trigger,
-            p.fault_duration, self.log, lab_for(p.faults, p.lab_state_dir),
-            Targets(lambda: partition_roles(self.session, self.settings.topic),
-                    reader=self.stall),
-            settle_s=self.conn.timeout)
-        self.session.excuse(injector.excused_until)
-        injector.start()
-        return injector
+        return start_injector(p, lab, trigger, self.log,
+                              Targets(lambda: partition_roles(self.session, self.settings.topic),
+                                      reader=self.stall),
+                              self.session, self.conn.timeout)
 
     def add_event(self, event: dict[str, Any]) -> None:
         """Keep an anomaly the books found for the summary and append it to ``--events`` at
