@@ -33,8 +33,8 @@ from kaudit.cluster.topics import (
     topic_partitions,
 )
 from kaudit.connect.settings import ConnectionSettings
-from kaudit.probe.faults.injector import FaultInjector, ReaderStall, Targets
-from kaudit.probe.faults.lab import lab_for
+from kaudit.probe.faults.injector import FaultInjector, ReaderStall, Targets, start_injector
+from kaudit.probe.faults.lab import LabControl, lab_for
 from kaudit.probe.faults.registry import fault_at_reached
 from kaudit.probe.ledger import SendOutcome, classify_error
 from kaudit.probe.payload import decode, encoder
@@ -106,6 +106,7 @@ class Canary:
 
     def run(self) -> None:
         s, p = self.settings, self.settings.producer
+        lab = lab_for(p.faults, p.lab_state_dir)  # no lab is exit 2 before any topic
         partitions = self.prepare_topic()
         collector = ErrorCollector()
         conf = p.producer_config() | {"on_delivery": self._on_delivery}
@@ -124,7 +125,7 @@ class Canary:
                                     self._transaction_ended, self.state.notes.append)
         if s.events is not None:
             self.state.events_file = s.events.open("a", encoding="utf-8")
-        injector = self._injector() if p.faults else None
+        injector = self._injector(lab) if p.faults else None
         try:
             self._add_partitions(partitions, consumer, "latest")
             self.watcher.start()
@@ -321,7 +322,7 @@ class Canary:
 
     # --- faults and events -------------------------------------------------------------
 
-    def _injector(self) -> FaultInjector:
+    def _injector(self, lab: LabControl | None) -> FaultInjector:
         p, duration = self.settings.producer, self.settings.duration
 
         def trigger() -> bool:
@@ -333,15 +334,10 @@ class Canary:
             return fault_at_reached(p.fault_at, elapsed / duration if duration else 0.0,
                                     elapsed) and book is not None and book.counts["acked"] > 0
 
-        injector = FaultInjector(
-            list(p.faults), trigger,
-            p.fault_duration, self.state.log, lab_for(p.faults, p.lab_state_dir),
-            Targets(lambda: partition_roles(self.session, self.settings.topic),
-                    reader=self.stall),
-            settle_s=self.conn.timeout)
-        self.session.excuse(injector.excused_until)
-        injector.start()
-        return injector
+        return start_injector(p, lab, trigger, self.state.log,
+                              Targets(lambda: partition_roles(self.session, self.settings.topic),
+                                      reader=self.stall),
+                              self.session, self.conn.timeout)
 
 
 def _epoch(msg: Any) -> int | None:

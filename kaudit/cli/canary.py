@@ -11,9 +11,10 @@ import typer
 from kaudit.cli import options
 from kaudit.cli.ending import end_run, first_of
 from kaudit.cli.interrupt import graceful_interrupt
+from kaudit.cli.options import FAULTS_PANEL, PRODUCER_PANEL
 from kaudit.cli.probe import Acks
 from kaudit.errors import InputError
-from kaudit.probe.faults.registry import CANARY, fault_help
+from kaudit.probe.faults.registry import CANARY, fault_help, shortened_request_timeout
 from kaudit.report.base import render
 from kaudit.report.output import choose_format
 
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
 
 _STOPPING = "kaudit canary: stopping; reading the last records back (Ctrl-C again to abandon)"
 
-PRODUCER = "Producer"
-FAULTS = "Faults"
 METRICS = "Metrics and events"
 
 
@@ -38,21 +37,21 @@ def canary(
     duration: Annotated[float | None, typer.Option(
         min=0.1, metavar="SECONDS", help="Stop after this long [default: run until SIGTERM "
                                          "or Ctrl-C].")] = None,
-    rate: Annotated[float, typer.Option(min=1.0, rich_help_panel=PRODUCER,
+    rate: Annotated[float, typer.Option(min=1.0, rich_help_panel=PRODUCER_PANEL,
                                         help="Records per second, over all partitions.")
                     ] = 50.0,
-    acks: Annotated[Acks, typer.Option(rich_help_panel=PRODUCER, help="Producer acks.")
+    acks: Annotated[Acks, typer.Option(rich_help_panel=PRODUCER_PANEL, help="Producer acks.")
                     ] = Acks.all,
     idempotence: Annotated[bool, typer.Option(
-        "--idempotence/--no-idempotence", rich_help_panel=PRODUCER,
+        "--idempotence/--no-idempotence", rich_help_panel=PRODUCER_PANEL,
         help="enable.idempotence of the producer.")] = True,
-    message_size: Annotated[int, typer.Option(min=40, rich_help_panel=PRODUCER,
+    message_size: Annotated[int, typer.Option(min=40, rich_help_panel=PRODUCER_PANEL,
                                               help="Bytes per record value.")] = 100,
     transactional: options.Transactional = False,
     txn_size: options.TxnSize = 100,
     abort_ratio: options.AbortRatio = 0.0,
     producer_property: Annotated[list[str] | None, typer.Option(
-        metavar="KEY=VALUE", rich_help_panel=PRODUCER,
+        metavar="KEY=VALUE", rich_help_panel=PRODUCER_PANEL,
         help="Producer-only librdkafka property; repeatable (not one an option sets).")
     ] = None,
     window: Annotated[float, typer.Option(
@@ -64,12 +63,12 @@ def canary(
         help="A record read later than this after its send is late (never lost).")] = 10.0,
     expect: options.ExpectOption = None,
     fault: Annotated[list[str] | None, typer.Option(
-        metavar="SPEC", rich_help_panel=FAULTS,
+        metavar="SPEC", rich_help_panel=FAULTS_PANEL,
         autocompletion=options.complete_fault(CANARY),
-        help=f"{fault_help(CANARY)}; repeatable. `man kaudit-canary` says what each "
-             "does.")] = None,
-    fault_at: options.FaultAt = "30",
-    fault_duration: options.FaultDuration = 10.0,
+        help=f"{fault_help(CANARY)}; repeatable; {shortened_request_timeout(CANARY)}. "
+             "`man kaudit-canary` says what each does.")] = None,
+    fault_at: options.FaultAtOption = "30",
+    fault_duration: options.FaultDurationOption = 10.0,
     lab_state_dir: options.FaultLabStateDir = None,
     metrics_port: Annotated[int | None, typer.Option(
         min=0, max=65535, metavar="PORT", rich_help_panel=METRICS,
@@ -97,13 +96,12 @@ def canary(
     from kaudit.canary.service import Canary, CanarySettings, result_of
     from kaudit.cluster.client import AdminSession
     from kaudit.connect.settings import parse_key_values
-    from kaudit.probe.faults.registry import check_faults, parse_fault, parse_fault_at
+    from kaudit.probe.faults.registry import parse_fault_at, parse_faults
     from kaudit.probe.model import ProbeSettings
     from kaudit.report.canary import CANARY as SUMMARY
 
     options.check_transaction_options(ctx, transactional, acks.value)
-    faults = tuple(parse_fault(f, CANARY) for f in fault or [])
-    check_faults(faults)
+    faults = parse_faults(fault, CANARY)
     at = parse_fault_at(fault_at)
     if faults and at[0] == "progress" and duration is None:
         raise InputError(f"--fault-at {fault_at} is a share of --duration: give --duration, "

@@ -12,6 +12,7 @@ import typer
 from kaudit.cli import options
 from kaudit.cli.ending import end_run, first_of
 from kaudit.cli.interrupt import graceful_interrupt
+from kaudit.cli.options import FAULTS_PANEL
 from kaudit.errors import InputError
 from kaudit.probe.faults.registry import CONSUMER, fault_help
 from kaudit.report.base import render
@@ -19,7 +20,6 @@ from kaudit.report.output import choose_format
 
 GROUP = "Consumer group"
 TOPIC = "Input topic"
-FAULTS = "Faults"
 _INTERRUPTED = ("kaudit probe consume: interrupted; stopping the workers and counting what "
                 "they processed (Ctrl-C again to abandon)")
 
@@ -107,32 +107,28 @@ def consume(
         min=0, rich_help_panel=TOPIC,
         help="min.insync.replicas of the input topic (0: the broker's).")] = 2,
     crash_worker: Annotated[str | None, typer.Option(
-        metavar="EVERY", rich_help_panel=FAULTS,
+        metavar="EVERY", rich_help_panel=FAULTS_PANEL,
         help="SIGKILL a worker (chosen with --seed) every EVERY (5s, 500ms); it is "
              "restarted at once.")] = None,
     crash_point: Annotated[CrashPoint, typer.Option(
-        rich_help_panel=FAULTS,
+        rich_help_panel=FAULTS_PANEL,
         help="between: the crash lands between the strategy's two steps (after the commit "
              "before processing, after processing before the commit...), every time; "
              "anywhere: whatever the worker is doing.")] = CrashPoint.between,
     max_crashes: Annotated[int | None, typer.Option(
-        min=0, rich_help_panel=FAULTS, help="Stop crashing workers after this many.")] = None,
+        min=0, rich_help_panel=FAULTS_PANEL, help="Stop crashing workers after this many.")] = None,
     rebalance: Annotated[str | None, typer.Option(
-        metavar="EVERY", rich_help_panel=FAULTS,
+        metavar="EVERY", rich_help_panel=FAULTS_PANEL,
         help="An extra worker (a dynamic member) joins the group, and leaves it EVERY later "
              "once it has polled a batch, again and again.")
     ] = None,
     fault: Annotated[list[str] | None, typer.Option(
-        metavar="SPEC", rich_help_panel=FAULTS, autocompletion=options.complete_fault(CONSUMER),
+        metavar="SPEC", rich_help_panel=FAULTS_PANEL,
+        autocompletion=options.complete_fault(CONSUMER),
         help=f"{fault_help(CONSUMER)}; repeatable. `man kaudit-probe` says what "
              "each does.")] = None,
-    fault_at: Annotated[str, typer.Option(
-        metavar="PCT%|SECONDS", rich_help_panel=FAULTS,
-        help="When: share of the input committed (40%) or seconds after the workers start.")
-    ] = "40%",
-    fault_duration: Annotated[float, typer.Option(
-        min=0.0, metavar="SECONDS", rich_help_panel=FAULTS,
-        help="How long before the broker is restarted.")] = 10.0,
+    fault_at: options.FaultAtOption = "40%",
+    fault_duration: options.FaultDurationOption = 10.0,
     lab_state_dir: options.FaultLabStateDir = None,
     seed: Annotated[int, typer.Option(help="Seed of the choice of the worker to crash.")] = 0,
     expect: options.ExpectOption = None,
@@ -152,14 +148,13 @@ def consume(
     """
     from kaudit.probe.consume.model import ConsumeSettings
     from kaudit.probe.consume.runner import run_consume
-    from kaudit.probe.faults.registry import check_faults, parse_fault, parse_fault_at
+    from kaudit.probe.faults.registry import parse_fault_at, parse_faults
     from kaudit.report.consume import CONSUME
 
     if sink is not None and commit is not Commit.sink_offsets:
         raise InputError("--sink is the database of --commit sink-offsets; the other "
                          "strategies keep their ledgers in the run's journals")
-    faults = tuple(parse_fault(f, CONSUMER) for f in fault or [])
-    check_faults(faults)
+    faults = parse_faults(fault, CONSUMER)
     settings = ConsumeSettings(
         strategy=commit.value, workers=workers, count=count, rate=rate, partitions=partitions,
         replication_factor=replication_factor,

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from kaudit.connect.settings import ConnectionSettings
 
 CONNECTION = "Connection"
+FAULTS_PANEL = "Faults"
+PRODUCER_PANEL = "Producer"
+"""Help-panel titles of the options of the commands that inject faults and produce."""
 
 
 class Expect(StrEnum):
@@ -33,27 +36,29 @@ ExpectOption = Annotated[Expect | None, typer.Option(
     help="Semantics the run must show; exit 1 when it does not [default: fail on loss only].")]
 """``--expect`` of probe and probe consume."""
 FaultLabStateDir = Annotated[Path | None, typer.Option(
-    metavar="DIR", rich_help_panel="Faults",
+    metavar="DIR", rich_help_panel=FAULTS_PANEL,
     help="State directory of the lab whose brokers the faults signal [default: the default "
          "lab].")]
-"""``--lab-state-dir`` of probe and probe consume (lab faults)."""
-FaultAt = Annotated[str, typer.Option(
-    metavar="SECONDS|PCT%", rich_help_panel="Faults",
-    help="When to inject: seconds from the start, or a share of the run (40%); never "
-         "before partition 0's first acknowledged write.")]
-"""``--fault-at`` of probe and canary (each with its own default)."""
-FaultDuration = Annotated[float, typer.Option(
-    min=0.0, metavar="SECONDS", rich_help_panel="Faults",
-    help="How long before the fault is healed.")]
-"""``--fault-duration`` of probe and canary."""
+"""``--lab-state-dir`` of probe, probe matrix, probe consume and canary (lab faults)."""
+FaultAtOption = Annotated[str, typer.Option(
+    "--fault-at", metavar="SECONDS|PCT%", rich_help_panel=FAULTS_PANEL,
+    help="When to inject: seconds from the start, or a share of the run (40%): of --count "
+         "or --duration (probe consume: of the input committed); never before partition "
+         "0's first acknowledged write.")]
+"""``--fault-at`` of every command that takes faults (each with its own default)."""
+FaultDurationOption = Annotated[float, typer.Option(
+    "--fault-duration", min=0.0, metavar="SECONDS", rich_help_panel=FAULTS_PANEL,
+    help="How long before the fault is healed (a killed broker restarted, a frozen one "
+         "resumed).")]
+"""``--fault-duration`` of every command that takes faults (each with its own default)."""
 
 Transactional = Annotated[bool, typer.Option(
-    "--transactional", rich_help_panel="Producer",
+    "--transactional", rich_help_panel=PRODUCER_PANEL,
     help="Produce in transactions; read back with read_committed.")]
-TxnSize = Annotated[int, typer.Option(min=1, rich_help_panel="Producer",
+TxnSize = Annotated[int, typer.Option(min=1, rich_help_panel=PRODUCER_PANEL,
                                       help="Messages per transaction.")]
 AbortRatio = Annotated[float, typer.Option(
-    min=0.0, max=1.0, rich_help_panel="Producer",
+    min=0.0, max=1.0, rich_help_panel=PRODUCER_PANEL,
     help="Fraction of transactions aborted on purpose.")]
 """``--transactional``, ``--txn-size`` and ``--abort-ratio`` of probe and canary."""
 
@@ -167,8 +172,8 @@ def _writable_output(value: str | None) -> str | None:
 
 def complete_fault(command: str, *, listed: bool = False
                    ) -> Callable[[str], list[tuple[str, str]]]:
-    """Shell completion of ``--fault`` for ``command`` (a registry name: PRODUCER or
-    CONSUMER): the faults it takes, each with what it does (zsh and fish show it).
+    """Shell completion of ``--fault`` for ``command`` (a registry name: PRODUCER,
+    CONSUMER or CANARY): the faults it takes, each with what it does (zsh and fish show it).
 
     ``listed``: the value is a comma-separated list (``probe matrix --fault``); the item
     after the last comma is completed, and ``none`` is one of the choices.

@@ -13,18 +13,16 @@ from kaudit.cli import options
 from kaudit.cli.clicompat import ParameterSource
 from kaudit.cli.ending import end_run, first_of
 from kaudit.cli.interrupt import graceful_interrupt
+from kaudit.cli.options import FAULTS_PANEL, PRODUCER_PANEL
 from kaudit.cli.progress import terminal_notes, with_progress_line
 from kaudit.errors import ExitCode, InputError
-from kaudit.probe.faults.registry import PRODUCER as PRODUCER_PROBE
-from kaudit.probe.faults.registry import fault_help
+from kaudit.probe.faults.registry import PRODUCER, fault_help, shortened_request_timeout
 from kaudit.report.base import render
 from kaudit.report.output import choose_format
 
 _INTERRUPTED = "kaudit probe: interrupted; verifying what was sent (Ctrl-C again to abandon)"
 
-PRODUCER = "Producer"
 TOPIC = "Probe topic"
-FAULTS = "Faults"
 
 
 class Acks(StrEnum):
@@ -69,46 +67,46 @@ def probe(
         "--unclean-leader-election/--no-unclean-leader-election", rich_help_panel=TOPIC,
         help="unclean.leader.election.enable of the probe topic [default: the broker's].")
     ] = None,
-    acks: Annotated[Acks, typer.Option(rich_help_panel=PRODUCER, help="Producer acks.")
+    acks: Annotated[Acks, typer.Option(rich_help_panel=PRODUCER_PANEL, help="Producer acks.")
                     ] = Acks.all,
     idempotence: Annotated[bool, typer.Option(
-        "--idempotence/--no-idempotence", rich_help_panel=PRODUCER,
+        "--idempotence/--no-idempotence", rich_help_panel=PRODUCER_PANEL,
         help="enable.idempotence of the producer.")] = True,
     transactional: options.Transactional = False,
     txn_size: options.TxnSize = 100,
     abort_ratio: options.AbortRatio = 0.0,
-    retries: Annotated[int | None, typer.Option(min=0, rich_help_panel=PRODUCER,
+    retries: Annotated[int | None, typer.Option(min=0, rich_help_panel=PRODUCER_PANEL,
                                                 help="Producer retries.")] = None,
     max_in_flight: Annotated[int | None, typer.Option(
-        min=1, rich_help_panel=PRODUCER,
+        min=1, rich_help_panel=PRODUCER_PANEL,
         help="max.in.flight.requests.per.connection.")] = None,
-    linger_ms: Annotated[int | None, typer.Option(min=0, rich_help_panel=PRODUCER,
+    linger_ms: Annotated[int | None, typer.Option(min=0, rich_help_panel=PRODUCER_PANEL,
                                                   help="Producer linger.ms.")] = None,
     compression: Annotated[str | None, typer.Option(
-        rich_help_panel=PRODUCER, help="compression.type (none, gzip, snappy, lz4, zstd).")
+        rich_help_panel=PRODUCER_PANEL, help="compression.type (none, gzip, snappy, lz4, zstd).")
     ] = None,
-    message_size: Annotated[int, typer.Option(min=40, rich_help_panel=PRODUCER,
+    message_size: Annotated[int, typer.Option(min=40, rich_help_panel=PRODUCER_PANEL,
                                               help="Bytes per message value.")] = 100,
     rate: Annotated[float | None, typer.Option(
-        min=1.0, rich_help_panel=PRODUCER,
+        min=1.0, rich_help_panel=PRODUCER_PANEL,
         help="Messages per second [default: as fast as possible].")] = None,
     count: Annotated[int | None, typer.Option(
         min=1, help="Messages to send [default: 10000 unless --duration].")] = None,
     duration: Annotated[float | None, typer.Option(
         min=0.1, metavar="SECONDS", help="Send for this long instead of --count.")] = None,
     producer_property: Annotated[list[str] | None, typer.Option(
-        metavar="KEY=VALUE", rich_help_panel=PRODUCER,
+        metavar="KEY=VALUE", rich_help_panel=PRODUCER_PANEL,
         help="Producer-only librdkafka property, e.g. request.timeout.ms=1000; repeatable "
              "(not one an option sets, such as acks or enable.idempotence).")
     ] = None,
     fault: Annotated[list[str] | None, typer.Option(
-        metavar="SPEC", rich_help_panel=FAULTS,
-        autocompletion=options.complete_fault(PRODUCER_PROBE),
-        help=f"{fault_help(PRODUCER_PROBE)}; repeatable. `man kaudit-probe` says what each "
-             "does.")
+        metavar="SPEC", rich_help_panel=FAULTS_PANEL,
+        autocompletion=options.complete_fault(PRODUCER),
+        help=f"{fault_help(PRODUCER)}; repeatable; {shortened_request_timeout(PRODUCER)}. "
+             "`man kaudit-probe` says what each does.")
     ] = None,
-    fault_at: options.FaultAt = "40%",
-    fault_duration: options.FaultDuration = 10.0,
+    fault_at: options.FaultAtOption = "40%",
+    fault_duration: options.FaultDurationOption = 10.0,
     lab_state_dir: options.FaultLabStateDir = None,
     expect: options.ExpectOption = None,
     max_unavailable: Annotated[float | None, typer.Option(
@@ -132,7 +130,7 @@ def probe(
     if ctx.invoked_subcommand is not None:
         return ExitCode.OK  # `kaudit probe matrix ...`: the subcommand runs instead
     from kaudit.connect.settings import parse_key_values
-    from kaudit.probe.faults.registry import check_faults, parse_fault, parse_fault_at
+    from kaudit.probe.faults.registry import parse_fault_at, parse_faults
     from kaudit.probe.model import ProbeSettings
     from kaudit.probe.runner import run_probe
     from kaudit.report.probe import PROBE, probe_document
@@ -148,8 +146,7 @@ def probe(
                          f"--replication-factor {replication_factor}")
     if count is not None and duration is not None:
         raise InputError("give --count or --duration, not both")
-    faults = tuple(parse_fault(f) for f in fault or [])
-    check_faults(faults)
+    faults = parse_faults(fault, PRODUCER)
     settings = ProbeSettings(
         topic=topic, existing=existing, partitions=partitions,
         replication_factor=replication_factor,
@@ -195,10 +192,10 @@ def matrix(
     unclean_leader_election: Annotated[str, typer.Option(
         metavar="LIST", help="off,on.")] = "off",
     fault: Annotated[str, typer.Option(
-        autocompletion=options.complete_fault(PRODUCER_PROBE, listed=True),
-        metavar="LIST", help="Faults to run each configuration under, comma-separated (none "
-                             f"for no fault): {fault_help(PRODUCER_PROBE)}; pause faults run "
-                             "with request.timeout.ms=1000.")
+        autocompletion=options.complete_fault(PRODUCER, listed=True),
+        metavar="LIST", rich_help_panel=FAULTS_PANEL,
+        help="Faults to run each configuration under, comma-separated (none for no fault): "
+             f"{fault_help(PRODUCER)}; {shortened_request_timeout(PRODUCER)}.")
     ] = "kill-leader,pause-follower",
     trials: Annotated[int, typer.Option(min=1, help="Runs per configuration.")] = 1,
     count: Annotated[int, typer.Option(min=1, help="Messages per run.")] = 50_000,
@@ -207,16 +204,12 @@ def matrix(
     partitions: Annotated[int, typer.Option(min=1, help="Partitions per probe topic.")] = 1,
     replication_factor: Annotated[int, typer.Option(min=1, help="Replication factor.")] = 3,
     message_size: Annotated[int, typer.Option(min=40, help="Bytes per message value.")] = 100,
-    fault_at: Annotated[str, typer.Option(metavar="PCT%|SECONDS",
-                                          help="When to inject each fault.")] = "30%",
-    fault_duration: Annotated[float, typer.Option(
-        min=0.0, metavar="SECONDS", help="How long before each fault is healed.")] = 6.0,
+    fault_at: options.FaultAtOption = "30%",
+    fault_duration: options.FaultDurationOption = 6.0,
     producer_property: Annotated[list[str] | None, typer.Option(
         metavar="KEY=VALUE", help="Producer-only librdkafka property; repeatable (not one "
         "an option sets).")] = None,
-    lab_state_dir: Annotated[Path | None, typer.Option(
-        metavar="DIR", help="State directory of the lab whose brokers faults signal.")
-    ] = None,
+    lab_state_dir: options.FaultLabStateDir = None,
     format: options.PageFormatOption = None,
     output: options.Output = None,
     connection: options.ConnectionOptions = options.NO_CONNECTION,

@@ -293,7 +293,7 @@ _COMMANDS_OF = {"probe": "kaudit probe, probe matrix and probe prove",
 
 def _faults(w: RoffWriter) -> None:
     """Every fault of --fault, from the one registry the parser and the help read."""
-    from kaudit.probe.faults.registry import FAULTS
+    from kaudit.probe.faults.registry import FAULTS, SHORT_REQUEST_TIMEOUT_MS
 
     w.section("faults")
     w.paragraph(inline("What each --fault does, and which commands take it. Lab faults "
@@ -301,9 +301,12 @@ def _faults(w: RoffWriter) -> None:
     for fault in FAULTS.values():
         where = " and ".join(_COMMANDS_OF[c] for c in fault.commands)
         lab = "the lab" if fault.on_lab else "any cluster"
+        timeout = (f" The producer's request.timeout.ms is {SHORT_REQUEST_TIMEOUT_MS} under "
+                   "it unless --producer-property sets it."
+                   if fault.shortens_request_timeout else "")
         w.tagged(bold(fault.usage()),
                  [inline(f"{fault.description[0].upper()}{fault.description[1:]}. "
-                         f"On {lab}; {where}.")])
+                         f"On {lab}; {where}.{timeout}")])
 
 
 def _exit_status(w: RoffWriter) -> None:

@@ -1,8 +1,9 @@
 """``kaudit probe matrix``: the same probe over a grid of settings, side by side.
 
 Each configuration runs on its own new topic for ``trials`` runs. Faults
-that freeze a broker (``pause-*``) are run with ``request.timeout.ms`` far
-below the time the freeze lasts, so acks=all requests time out while the
+that freeze a broker (``pause-*``) run, as in ``kaudit probe``, with
+``request.timeout.ms`` far below the time the freeze lasts
+(``Fault.shortens_request_timeout``), so acks=all requests time out while the
 leader still holds them: the producer retries, and without idempotence the
 retry is written a second time. That is the documented way the matrix makes
 responses go missing to show duplicates.
@@ -18,7 +19,7 @@ from dataclasses import dataclass, replace
 from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.probe.faults.lab import lab_for
-from kaudit.probe.faults.registry import SHORT_REQUEST_TIMEOUT_MS, FaultSpec, parse_fault
+from kaudit.probe.faults.registry import PRODUCER, FaultSpec, parse_faults
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.runner import run_probe
 
@@ -73,7 +74,7 @@ def build_grid(acks: list[str], idempotence: list[str], min_isr: list[int],
 
     Idempotence needs acks=all, so idempotent cells with acks 0 or 1 are left out.
     """
-    fault_specs = [None if f == "none" else parse_fault(f) for f in faults]
+    fault_specs = [None if f == "none" else parse_faults([f], PRODUCER)[0] for f in faults]
     cells = []
     for a, i, m, u, f in itertools.product(acks, idempotence, min_isr, unclean, fault_specs):
         if i == "on" and a != "all":
@@ -92,14 +93,11 @@ def run_matrix(conn: ConnectionSettings, base: ProbeSettings, cells: list[Matrix
     lab_for(tuple(cell.fault for cell in cells if cell.fault), base.lab_state_dir)
     rows = []
     for n, cell in enumerate(cells, 1):
-        props = dict(base.producer_properties)
-        if cell.fault is not None and cell.fault.kind.startswith("pause"):
-            props.setdefault("request.timeout.ms", str(SHORT_REQUEST_TIMEOUT_MS))
         settings = replace(base, acks=cell.acks, idempotence=cell.idempotence,
                            min_insync_replicas=cell.min_insync_replicas,
                            unclean_leader_election=cell.unclean_leader_election,
                            faults=(cell.fault,) if cell.fault else (), topic=None,
-                           existing=False, keep=False, producer_properties=props)
+                           existing=False, keep=False)
         reports = []
         for trial in range(1, trials + 1):
             if interrupted.is_set():

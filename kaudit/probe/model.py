@@ -98,9 +98,9 @@ class ProbeSettings:
                            ("linger.ms", self.linger_ms), ("compression.type", self.compression)):
             if value is not None:
                 conf[key] = value
-        if any(f.kind == "lose-responses" for f in self.faults):
+        if any(f.registered.shortens_request_timeout for f in self.faults):
             # The fault times requests out on purpose: they must give up before the
-            # followers are resumed (see faults.registry.LOSE_RESPONSES_DEFAULT_S).
+            # brokers are resumed (see faults.registry.LOSE_RESPONSES_DEFAULT_S).
             conf["request.timeout.ms"] = SHORT_REQUEST_TIMEOUT_MS
         conf.update(self.producer_properties)
         return conf

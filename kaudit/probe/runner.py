@@ -39,8 +39,8 @@ from kaudit.connect.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.probe.causes import LossCauses
 from kaudit.probe.evidence import LossEvidence
-from kaudit.probe.faults.injector import FaultInjector, ProducerRestart, Targets
-from kaudit.probe.faults.lab import lab_for
+from kaudit.probe.faults.injector import FaultInjector, ProducerRestart, Targets, start_injector
+from kaudit.probe.faults.lab import LabControl, lab_for
 from kaudit.probe.latency import Timeline
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeReport, ProbeSettings
@@ -61,12 +61,12 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
     interrupted = interrupted or threading.Event()
     if settings.count is None and settings.duration is None:
         settings = replace(settings, count=DEFAULT_COUNT)
-    lab_for(settings.faults, settings.lab_state_dir)  # no lab is exit 2 before any topic
+    lab = lab_for(settings.faults, settings.lab_state_dir)  # none: exit 2 before any topic
     session = AdminSession(conn)
     run_id = uuid.uuid4().bytes
     name = settings.topic or f"kaudit-probe-{run_id.hex()[:12]}"
     run = ProbeRun(conn, settings, session, name, _probe_partitions(session, settings, name),
-                   run_id, interrupted)
+                   run_id, interrupted, lab)
     run.say = say or (lambda _: None)
     try:
         run.send(display)
@@ -98,8 +98,10 @@ class ProbeRun:
 
     def __init__(self, conn: ConnectionSettings, settings: ProbeSettings,
                  session: AdminSession, topic: str, partitions: list[int], run_id: bytes,
-                 interrupted: threading.Event) -> None:
+                 interrupted: threading.Event, lab: LabControl | None) -> None:
         self.conn, self.settings, self.session = conn, settings, session
+        self.lab = lab
+        """The lab the faults signal, found before the topic was made."""
         self.topic, self.partitions, self.run_id = topic, partitions, run_id
         self.interrupted = interrupted
         self.started = time.monotonic()
@@ -131,8 +133,8 @@ class ProbeRun:
         beside it."""
         s = self.settings
         tracker = SendTracker(s, display)
-        restart = ProducerRestart() if any(f.kind == "restart-producer" for f in s.faults) \
-            else None
+        restart = ProducerRestart() \
+            if any(f.registered.target == "producer" for f in s.faults) else None
         injector = self._injector(tracker, restart) if s.faults else None
         if s.e2e_latency:
             self.tail = LatencyTail(self.conn, self.topic, self.partitions, self.start_offsets,
@@ -177,13 +179,9 @@ class ProbeRun:
                           transactional=s.transactional,
                           committed=lambda: self.session.list_offsets(self.topic, [0],
                                                                       "latest")[0])
-        injector = FaultInjector(list(s.faults), trigger, s.fault_duration, self.log,
-                                 lab_for(s.faults, s.lab_state_dir), targets,
-                                 settle_s=self.conn.timeout)
-        # A leader missing while the fault is in force is the fault's doing: wait it out.
-        self.session.excuse(injector.excused_until)
+        injector = start_injector(s, self.lab, trigger, self.log, targets, self.session,
+                                  self.conn.timeout)
         tracker.hold = injector.under_way
-        injector.start()
         return injector
 
     def verify(self) -> None:

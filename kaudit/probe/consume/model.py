@@ -9,8 +9,6 @@ from typing import Any
 from kaudit.probe.consume.verify import ConsumeVerification
 from kaudit.probe.faults.registry import FaultAt, FaultSpec, describe_fault_at
 
-STRATEGIES = ("before-process", "after-process", "auto", "transactional", "sink-offsets")
-"""--commit values, in the order the help explains them."""
 PROMISES = {
     "before-process": "at-most-once",
     "after-process": "at-least-once",

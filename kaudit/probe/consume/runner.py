@@ -47,8 +47,8 @@ from kaudit.probe.consume.verify import (
     verify,
 )
 from kaudit.probe.consume.watch import ASK_EVERY_S, CommittedOffsets
-from kaudit.probe.faults.injector import FaultInjector, Targets
-from kaudit.probe.faults.lab import lab_for
+from kaudit.probe.faults.injector import FaultInjector, Targets, start_injector
+from kaudit.probe.faults.lab import LabControl, lab_for
 from kaudit.probe.faults.registry import fault_at_reached
 
 STALL_S = 60.0
@@ -60,8 +60,11 @@ TICK_S = 0.1
 class Run:
     """The state of one run between :func:`run_consume`'s steps."""
 
-    def __init__(self, conn: ConnectionSettings, settings: ConsumeSettings) -> None:
+    def __init__(self, conn: ConnectionSettings, settings: ConsumeSettings,
+                 lab: LabControl | None) -> None:
         self.conn, self.settings = conn, settings
+        self.lab = lab
+        """The lab the faults signal, found before any topic was made."""
         self.session = AdminSession(conn)
         self.run_id = uuid.uuid4().hex[:12]
         self.topic = f"kaudit-consume-{self.run_id}"
@@ -102,8 +105,8 @@ def run_consume(conn: ConnectionSettings, settings: ConsumeSettings,
                 interrupted: threading.Event | None = None) -> ConsumeReport:
     """Run end to end; see the module docstring."""
     interrupted = interrupted or threading.Event()
-    lab_for(settings.faults, settings.lab_state_dir)  # no lab is exit 2 before any topic
-    run = Run(conn, settings)
+    lab = lab_for(settings.faults, settings.lab_state_dir)  # none: exit 2 before any topic
+    run = Run(conn, settings, lab)
     try:
         _prepare(run)
     except BaseException:
@@ -273,15 +276,10 @@ class _Schedule:
         run, s = self.run, self.run.settings
         targets = Targets(lambda: partition_roles(run.session, run.topic),
                           coordinator=lambda: coordinator(run.session, run.group))
-        injector = FaultInjector(
-            list(s.faults), lambda: fault_at_reached(s.fault_at, self.share_done,
-                                                     time.monotonic() - self.start),
-            s.fault_duration, run, lab_for(s.faults, s.lab_state_dir), targets,
-            settle_s=run.conn.timeout)
-        # A leader or coordinator missing while the fault is in force is the fault's doing.
-        run.session.excuse(injector.excused_until)
-        injector.start()
-        return injector
+        return start_injector(
+            s, run.lab, lambda: fault_at_reached(s.fault_at, self.share_done,
+                                                 time.monotonic() - self.start),
+            run, targets, run.session, run.conn.timeout)
 
     def over(self) -> bool:
         """Whether every input record is committed (and the faults healed), or the run

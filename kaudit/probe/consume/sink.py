@@ -32,7 +32,6 @@ from kaudit.connect.redact import is_secret_key, redact, register_secret
 from kaudit.errors import ConnectionFailure, InputError, RuntimeUnavailable
 from kaudit.probe.consume.verify import Processing
 
-SCHEMES = ("sqlite", "postgresql")
 CONNECT_TIMEOUT_S = 10
 
 

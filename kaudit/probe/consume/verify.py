@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 
 from kaudit.probe.consume.journal import Entry, ranges_text
 
-SEMANTICS = ("at-most-once", "at-least-once", "exactly-once")
-
 
 @dataclass(frozen=True, slots=True)
 class Processing:

@@ -1,9 +1,11 @@
 """The fault injector: waits for the run's cue, injects each fault, heals it.
 
-Each fault in :data:`~kaudit.probe.faults.registry.FAULTS` has one step here
-(:data:`FaultInjector.STEPS`); what a command needs of its run to aim a fault (partition 0's
-leader and in-sync followers, the group's coordinator, the producer to restart) it hands
-over as a :class:`Targets`.
+Each fault in :data:`~kaudit.probe.faults.registry.FAULTS` names its step here
+(``Fault.step``: the method ``_inject_<step>``) and what it aims at (``Fault.target``); what
+a command offers its faults to aim at (partition 0's leader and in-sync followers, the
+group's coordinator, the producer to restart, the reader to stall) it hands over as a
+:class:`Targets`. :func:`start_injector` is how every command starts it, with the lab it
+looked for before it made any topic.
 
 The run stays open until every fault has been injected and healed (see
 :meth:`FaultInjector.under_way`), so a schedule longer than the sends runs to its end
@@ -22,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 from kaudit.errors import InputError
 from kaudit.probe.faults.lab import LabControl
@@ -49,6 +51,22 @@ class FaultLog(Protocol):
     """Where the injector says what it did: a run's event log."""
 
     def add(self, kind: str, detail: str, partition: int | None = None) -> None: ...
+
+
+class Excusable(Protocol):
+    """A run's admin session: told when a fault explains a missing leader or coordinator."""
+
+    def excuse(self, until: Callable[[], float]) -> None: ...
+
+
+class FaultSettings(Protocol):
+    """The faults a run was asked for, and how long each is in force."""
+
+    @property
+    def faults(self) -> tuple[FaultSpec, ...]: ...
+
+    @property
+    def fault_duration(self) -> float: ...
 
 
 class ReaderStall:
@@ -147,35 +165,42 @@ class FaultInjector(threading.Thread):
         self._injecting.set()
         try:
             for fault in self.faults:
-                if fault.kind == "exec-heal":
+                step = fault.registered.step
+                if step is None:  # another fault's heal (exec-heal): run by that fault
                     continue
                 try:
-                    self.STEPS[fault.kind](self, fault)
+                    getattr(self, f"_inject_{step}")(fault)
                 except Exception as exc:  # a fault that fails is reported, not fatal
                     self.errors.append(f"{fault.label()}: {exc}")
                     self.log.add("note", f"fault {fault.label()} failed: {exc}")
             with self._heal_lock:
                 to_heal = bool(self._heals)
-            if to_heal and not any(f.kind == "bounce-leader" for f in self.faults):
+            if to_heal and not any(f.registered.spends_duration for f in self.faults):
                 self._cancel.wait(self.duration_s)
             self.heal()
         finally:
             self._injecting.clear()
 
-    def _signal(self, fault: FaultSpec) -> None:
+    def _inject_signal(self, fault: FaultSpec) -> None:
         """The one-signal faults: a broker killed, stopped or frozen, then restarted or
         resumed at heal time."""
+        signal_name, target = fault.registered.signal, fault.registered.target
+        assert signal_name is not None and target is not None, fault.kind
+        self._kill_then_heal(self._broker(fault), signal_name, f"SIG{signal_name} {target}")
+
+    def _broker(self, fault: FaultSpec) -> int:
+        """The broker a one-signal fault aims at, found now."""
+        target = fault.registered.target
+        if target == "broker":
+            return int(fault.argument or -1)
+        if target == "coordinator":
+            return self._coordinator(fault)
         leader, followers = self.targets.partition_roles()
-        target, signal_name, verb = {
-            "kill-leader": (leader, "KILL", "SIGKILL leader"),
-            "stop-leader": (leader, "TERM", "SIGTERM leader"),
-            "pause-leader": (leader, "STOP", "SIGSTOP leader"),
-            "pause-follower": (followers[0] if followers else -1, "STOP", "SIGSTOP follower"),
-            "kill-broker": (int(fault.argument or -1), "KILL", "SIGKILL broker"),
-        }[fault.kind]
-        if target < 0:
+        if target == "leader":
+            return leader
+        if not followers:
             raise InputError(f"{fault.kind}: partition 0 has no such broker right now")
-        self._kill_then_heal(target, signal_name, verb)
+        return followers[0]
 
     def _kill_then_heal(self, target: int, signal_name: str, verb: str) -> None:
         lab = self._lab()
@@ -184,28 +209,26 @@ class FaultInjector(threading.Thread):
         self._add_heal(f"broker {target} {'resumed' if signal_name == 'STOP' else 'restarted'}",
                        lambda: lab.start(target))
 
-    def _kill_coordinator(self, fault: FaultSpec) -> None:
+    def _coordinator(self, fault: FaultSpec) -> int:
         find = self.targets.coordinator
         if find is None:
-            raise InputError("kill-coordinator: this run has no consumer group")
+            raise InputError(f"{fault.kind}: this run has no consumer group")
         deadline = Deadline(COORDINATOR_WAIT_S)
         while True:
             try:
-                broker = find()
-                break
+                return find()
             except Exception:
                 if deadline.expired() or self._cancel.is_set():
                     raise
             self._cancel.wait(0.5)
-        self._kill_then_heal(broker, "KILL", "SIGKILL coordinator")
 
-    def _bounce_leader(self, fault: FaultSpec) -> None:
+    def _inject_bounce(self, fault: FaultSpec) -> None:
         lab = self._lab()
         rounds = int(fault.argument or 1)
         for i in range(rounds):
             if self._cancel.is_set():
                 # Say so: a short run must not look like it had every bounce it asked for.
-                self.log.add("note", f"bounce-leader: the run ended after {i} of "
+                self.log.add("note", f"{fault.kind}: the run ended after {i} of "
                                      f"{rounds} bounces")
                 break
             leader, _ = self.targets.partition_roles()
@@ -215,7 +238,7 @@ class FaultInjector(threading.Thread):
             lab.start(leader)
             self.log.add("heal", f"broker {leader} restarted", 0)
 
-    def _lag_then_kill(self, fault: FaultSpec) -> None:
+    def _inject_lag_then_kill(self, fault: FaultSpec) -> None:
         lab, seconds = self._lab(), float(fault.argument or 0)
         self._wait_for_a_copied_record()
         leader, followers = self.targets.partition_roles()
@@ -237,7 +260,7 @@ class FaultInjector(threading.Thread):
                     return
             time.sleep(0.2)
 
-    def _lose_responses(self, fault: FaultSpec) -> None:
+    def _inject_lose_responses(self, fault: FaultSpec) -> None:
         _, followers = self.targets.partition_roles()
         with self._frozen(self._lab(), followers, fault.kind) as frozen:
             self.log.add("fault", f"SIGSTOP followers {_ids(frozen)} for "
@@ -264,11 +287,11 @@ class FaultInjector(threading.Thread):
                 for broker in frozen:
                     self.log.add("heal", f"broker {broker} resumed", 0)
 
-    def _shrink_then_kill(self, fault: FaultSpec) -> None:
+    def _inject_shrink_then_kill(self, fault: FaultSpec) -> None:
         lab, seconds = self._lab(), float(fault.argument or 0)
         leader, followers = self.targets.partition_roles()
         if not followers:
-            raise InputError("shrink-isr-then-kill-leader: partition 0 has no in-sync follower")
+            raise InputError(f"{fault.kind}: partition 0 has no in-sync follower")
         for broker in followers:
             lab.kill(broker, "KILL")
             self._add_heal(f"broker {broker} restarted", functools.partial(lab.start, broker))
@@ -300,13 +323,13 @@ class FaultInjector(threading.Thread):
                                    f"followers in sync {_ids(in_sync) or 'none'})")
             time.sleep(0.2)
 
-    def _restart_producer(self, fault: FaultSpec) -> None:
+    def _inject_restart_producer(self, fault: FaultSpec) -> None:
         restart, lab = self.targets.restart, self.lab
         transactional = self.targets.transactional
         if restart is None:
-            raise InputError("restart-producer: this run has no producer to restart")
+            raise InputError(f"{fault.kind}: this run has no producer to restart")
         if not transactional and lab is None:
-            raise InputError("restart-producer needs the lab (--lab-state-dir)")
+            raise InputError(f"{fault.kind} needs the lab (--lab-state-dir)")
         # acks=all waits for the followers: frozen, they leave the old session with batches
         # the leader appended and never acknowledged. A transactional session needs no
         # freeze: its open transaction is aborted by the new session whatever it holds.
@@ -330,12 +353,12 @@ class FaultInjector(threading.Thread):
             self.log.add("fault", "a new producer session re-sent what the old one had not "
                                   "seen acknowledged", 0)
 
-    def _exec_fault(self, fault: FaultSpec) -> None:
+    def _inject_exec(self, fault: FaultSpec) -> None:
         self._exec(fault.argument or "", "fault")
-        heal = next((f for f in self.faults if f.kind == "exec-heal"), None)
+        heal = next((f for f in self.faults if f.registered.heals == fault.kind), None)
         if heal is not None:
             # _exec logs the heal event itself, with the command's exit code.
-            self._add_heal("exec-heal", lambda: self._exec(heal.argument or "", "heal"),
+            self._add_heal(heal.kind, lambda: self._exec(heal.argument or "", "heal"),
                            announce=False)
 
     def _exec(self, command: str, kind: str) -> None:
@@ -373,10 +396,10 @@ class FaultInjector(threading.Thread):
         if self._injecting.is_set() or heals:
             self._healed_at = time.monotonic()
 
-    def _stall_reader(self, fault: FaultSpec) -> None:
+    def _inject_stall_reader(self, fault: FaultSpec) -> None:
         stall = self.targets.reader
         if stall is None:
-            raise InputError("stall-reader: this run has no reader to stall")
+            raise InputError(f"{fault.kind}: this run has no reader to stall")
         stall.held.set()
         self.log.add("fault", f"the reader stopped for {fault.argument}s, its position held")
         try:
@@ -385,16 +408,20 @@ class FaultInjector(threading.Thread):
             stall.held.clear()
             self.log.add("heal", "the reader resumed")
 
-    STEPS: ClassVar[dict[str, Callable[[FaultInjector, FaultSpec], None]]] = {
-        "kill-leader": _signal, "stop-leader": _signal, "pause-leader": _signal,
-        "pause-follower": _signal, "kill-broker": _signal,
-        "kill-coordinator": _kill_coordinator, "bounce-leader": _bounce_leader,
-        "lag-then-kill-leader": _lag_then_kill,
-        "shrink-isr-then-kill-leader": _shrink_then_kill,
-        "lose-responses": _lose_responses, "restart-producer": _restart_producer,
-        "exec": _exec_fault, "stall-reader": _stall_reader,
-    }
-    """How each registered fault is injected (exec-heal is exec's heal, not a step)."""
+
+def start_injector(settings: FaultSettings, lab: LabControl | None, trigger: Callable[[], bool],
+                   log: FaultLog, targets: Targets, session: Excusable,
+                   settle_s: float) -> FaultInjector:
+    """Start injecting ``settings``' faults at ``trigger``, into ``lab``: the one the run
+    looked for with :func:`~kaudit.probe.faults.lab.lab_for` before it made any topic, so
+    that no lab there is exit 2 with nothing left behind. ``session``'s waits are excused
+    while a fault is in force and for ``settle_s`` after its heal."""
+    injector = FaultInjector(list(settings.faults), trigger, settings.fault_duration, log, lab,
+                             targets, settle_s=settle_s)
+    # A leader or coordinator missing while the fault is in force is the fault's doing.
+    session.excuse(injector.excused_until)
+    injector.start()
+    return injector
 
 
 def _ids(brokers: list[int]) -> str:

@@ -1,6 +1,9 @@
 """Every fault kaudit can inject, registered once: its name, its argument, what it does,
-and which commands take it. ``--fault`` is parsed here and the help text and the "not a
-fault" error are generated from here, so they cannot drift apart.
+which commands take it, and how it behaves (its injection step, the broker or the part of
+the run it aims at, whether the producer's requests must time out sooner under it).
+``--fault`` is parsed here and the help text and the "not a fault" error are generated
+from here, so they cannot drift apart; nothing outside this module tells faults apart by
+name.
 
 This module imports nothing of Kafka: ``--help`` and shell completion read it.
 """
@@ -8,7 +11,9 @@ This module imports nothing of Kafka: ``--help`` and shell completion read it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from kaudit.errors import InputError
 
@@ -43,8 +48,17 @@ STALL_READER_MAX_S = 3600.0
 """``stall-reader`` (canary): how long the reader stays stopped, at most an hour."""
 SHORT_REQUEST_TIMEOUT_MS = 1000
 """The producer's ``request.timeout.ms`` under faults that freeze brokers to make requests time
-out while the leader holds them (``lose-responses``; the matrix's ``pause-*`` cells): well
-below the freeze, so the producer gives up and re-sends before the followers are resumed."""
+out while the leader holds them (:attr:`Fault.shortens_request_timeout`: ``lose-responses``,
+``pause-*``), unless ``--producer-property`` sets it: well below the freeze, so the producer
+gives up and re-sends before the brokers are resumed."""
+COMMAND = "'CMD'"
+"""The argument of the faults that run a command (never repeated in reports: it may hold
+secrets)."""
+
+Target = Literal["leader", "follower", "broker", "coordinator", "reader", "producer"]
+"""What a fault aims at: partition 0's leader or an in-sync follower of it, the broker its
+argument names, the consumer group's coordinator, the canary's reader, the probe's
+producer session. The run offers them as the injector's ``Targets``."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,24 @@ class Fault:
     on_lab: bool = True
     """It signals the lab's broker processes (kaudit knows their pids)."""
     commands: tuple[str, ...] = (PRODUCER, CANARY)
+    step: str | None = None
+    """How the injector injects it: the name of its step, ``FaultInjector._inject_<step>``
+    (``signal``: one signal to the target broker, undone at heal time). None: no step of
+    its own (``exec-heal`` is run as the heal of the fault it :attr:`heals`)."""
+    signal: str | None = None
+    """The ``signal`` step's signal: ``KILL`` (restarted at heal time), ``TERM``
+    (restarted) or ``STOP`` (resumed)."""
+    target: Target | None = None
+    """What it aims at (None: nothing of the run's, e.g. a command)."""
+    shortens_request_timeout: bool = False
+    """The producer's requests time out after :data:`SHORT_REQUEST_TIMEOUT_MS` under it:
+    it freezes a broker so that requests go unanswered, and the producer must give up and
+    re-send while the freeze lasts."""
+    spends_duration: bool = False
+    """Its step itself lasts ``--fault-duration`` (``bounce-leader``'s rounds): nothing is
+    left to wait for before the heal."""
+    heals: str | None = None
+    """The fault whose heal this one is, run at heal time (``exec-heal``: ``exec``'s)."""
 
     def usage(self) -> str:
         """How it is written: ``kill-broker:ID``, ``lose-responses[:SECONDS]``..."""
@@ -75,36 +107,46 @@ class Fault:
 _BOTH = (PRODUCER, CONSUMER, CANARY)
 FAULTS: dict[str, Fault] = {f.name: f for f in (
     Fault("kill-leader", "SIGKILL the leader of partition 0 (probe consume: of its input "
-          "topic); restarted after --fault-duration", commands=_BOTH),
+          "topic); restarted after --fault-duration", commands=_BOTH,
+          step="signal", signal="KILL", target="leader"),
     Fault("kill-coordinator", "SIGKILL the consumer group's coordinator; restarted after "
-          "--fault-duration", commands=(CONSUMER,)),
-    Fault("stop-leader", "SIGTERM the leader of partition 0 (a controlled shutdown)"),
+          "--fault-duration", commands=(CONSUMER,),
+          step="signal", signal="KILL", target="coordinator"),
+    Fault("stop-leader", "SIGTERM the leader of partition 0 (a controlled shutdown)",
+          step="signal", signal="TERM", target="leader"),
     Fault("pause-leader", "SIGSTOP the leader of partition 0, resumed after --fault-duration "
-          "(requests time out instead of failing fast)"),
-    Fault("pause-follower", "SIGSTOP an in-sync follower of partition 0"),
-    Fault("kill-broker", "SIGKILL broker ID", argument="ID"),
+          "(requests time out instead of failing fast)",
+          step="signal", signal="STOP", target="leader", shortens_request_timeout=True),
+    Fault("pause-follower", "SIGSTOP an in-sync follower of partition 0",
+          step="signal", signal="STOP", target="follower", shortens_request_timeout=True),
+    Fault("kill-broker", "SIGKILL broker ID", argument="ID",
+          step="signal", signal="KILL", target="broker"),
     Fault("bounce-leader", "kill the leader of partition 0, restart it, and chase the next "
-          "leader, N times within --fault-duration", argument="N"),
+          "leader, N times within --fault-duration", argument="N",
+          step="bounce", target="leader", spends_duration=True),
     Fault("lag-then-kill-leader", "freeze partition 0's in-sync followers for SECONDS (still "
           "in the ISR), kill the leader that wrote alone, resume them: acks=1 loses writes "
           "every time", argument="SECONDS", default=LAG_THEN_KILL_DEFAULT_S,
-          most=LAG_THEN_KILL_MAX_S),
+          most=LAG_THEN_KILL_MAX_S, step="lag_then_kill", target="leader"),
     Fault("shrink-isr-then-kill-leader", "kill the followers until the ISR is the leader "
           "alone, let it write alone for SECONDS, kill it and restart a stale follower",
-          argument="SECONDS", default=SHRINK_WRITE_DEFAULT_S, most=SHRINK_WRITE_MAX_S),
+          argument="SECONDS", default=SHRINK_WRITE_DEFAULT_S, most=SHRINK_WRITE_MAX_S,
+          step="shrink_then_kill", target="leader"),
     Fault("lose-responses", "freeze the in-sync followers for SECONDS so acks=all requests "
           "time out after the leader appended them", argument="SECONDS",
-          default=LOSE_RESPONSES_DEFAULT_S, most=LAG_THEN_KILL_MAX_S),
+          default=LOSE_RESPONSES_DEFAULT_S, most=LAG_THEN_KILL_MAX_S,
+          step="lose_responses", target="follower", shortens_request_timeout=True),
     Fault("restart-producer", "a new producer session takes over mid-run and re-sends what "
-          "the old one had not seen acknowledged", commands=(PRODUCER,)),
+          "the old one had not seen acknowledged", commands=(PRODUCER,),
+          step="restart_producer", target="producer"),
     Fault("stall-reader", "the canary's reader stops for SECONDS, its position held, while "
           "the producer goes on (records deleted meanwhile are lost unread)",
           argument="SECONDS", default=STALL_READER_DEFAULT_S, most=STALL_READER_MAX_S,
-          on_lab=False, commands=(CANARY,)),
+          on_lab=False, commands=(CANARY,), step="stall_reader", target="reader"),
     Fault("exec", "run CMD (a kubectl or systemctl call, say)",
-          argument="'CMD'", on_lab=False),
-    Fault("exec-heal", "the command that undoes exec's, run at heal time", argument="'CMD'",
-          on_lab=False),
+          argument=COMMAND, on_lab=False, step="exec"),
+    Fault("exec-heal", "the command that undoes exec's, run at heal time", argument=COMMAND,
+          on_lab=False, heals="exec"),
 )}
 
 
@@ -118,13 +160,18 @@ class FaultSpec:
     """Broker id, bounce count, seconds or command."""
 
     @property
+    def registered(self) -> Fault:
+        """Its kind as registered: what it does, what it aims at, how it is injected."""
+        return FAULTS[self.kind]
+
+    @property
     def needs_lab(self) -> bool:
         """True for faults that signal lab processes."""
-        return FAULTS[self.kind].on_lab
+        return self.registered.on_lab
 
     def label(self) -> str:
         """How the fault is named in reports (commands are not repeated: they may hold secrets)."""
-        if self.kind in ("exec", "exec-heal"):
+        if self.registered.argument == COMMAND:
             return self.kind
         return f"{self.kind}:{self.argument}" if self.argument else self.kind
 
@@ -144,6 +191,24 @@ def fault_help(command: str) -> str:
     return text
 
 
+def shortened_request_timeout(command: str) -> str:
+    """Which of ``command``'s faults shorten the producer's request timeout, said for its
+    ``--fault`` help ("" when none does)."""
+    names = [f.name for f in faults_of(command) if f.shortens_request_timeout]
+    if not names:
+        return ""
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    return (f"{listed} run with request.timeout.ms={SHORT_REQUEST_TIMEOUT_MS} unless "
+            "--producer-property sets it")
+
+
+def parse_faults(values: Iterable[str] | None, command: str) -> tuple[FaultSpec, ...]:
+    """Every ``--fault`` of ``command``, parsed, and checked to run together."""
+    faults = tuple(parse_fault(text, command) for text in values or ())
+    check_faults(faults)
+    return faults
+
+
 def parse_fault(text: str, command: str = PRODUCER) -> FaultSpec:
     """Parse ``kill-leader``, ``kill-broker:2``, ``bounce-leader:3``, ``exec:'cmd'``... as a
     fault of ``command``."""
@@ -157,7 +222,7 @@ def parse_fault(text: str, command: str = PRODUCER) -> FaultSpec:
                          f"only of kaudit {' and '.join(fault.commands)}")
     if fault.argument is None:
         return FaultSpec(fault.name)
-    if fault.argument == "'CMD'":
+    if fault.argument == COMMAND:
         return FaultSpec(fault.name, _command(fault, arg))
     if fault.default is not None:
         return FaultSpec(fault.name, _seconds(fault, text, arg if sep else None))
@@ -192,8 +257,10 @@ def _seconds(fault: Fault, text: str, arg: str | None) -> str:
 def check_faults(faults: tuple[FaultSpec, ...]) -> None:
     """Refuse a set of faults that cannot run together."""
     kinds = {f.kind for f in faults}
-    if "exec-heal" in kinds and "exec" not in kinds:
-        raise InputError("--fault exec-heal:'CMD' needs an exec:'CMD' fault to heal")
+    for fault in (f.registered for f in faults):
+        if fault.heals is not None and fault.heals not in kinds:
+            raise InputError(f"--fault {fault.usage()} needs an {FAULTS[fault.heals].usage()} "
+                             "fault to heal")
 
 
 FaultAt = tuple[str, float]
