@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from kaudit.connect.redact import forget_secrets
+from kaudit.connection.redact import forget_secrets
 
 
 @dataclass(frozen=True)

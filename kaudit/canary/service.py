@@ -32,7 +32,7 @@ from kaudit.cluster.topics import (
     partition_roles,
     topic_partitions,
 )
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.faults.injector import FaultInjector, ReaderStall, Targets, start_injector
 from kaudit.probe.faults.lab import LabControl, lab_for
 from kaudit.probe.faults.registry import fault_at_reached

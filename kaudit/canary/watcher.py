@@ -8,7 +8,7 @@ import time
 from kaudit.canary.state import CanaryState
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.waiting import Deadline
 
 HOUSEKEEPING_S = 1.0

@@ -34,8 +34,8 @@ from types import MappingProxyType
 from typing import Literal
 
 from kaudit.cluster.model import ConfigSource
-from kaudit.connect.properties import parse_properties
-from kaudit.connect.redact import is_secret_key, register_secret
+from kaudit.connection.properties import parse_properties
+from kaudit.connection.redact import is_secret_key, register_secret
 from kaudit.errors import FileInputError
 from kaudit.yamlnodes import NodeReader, compose_text, read_text
 

@@ -14,7 +14,7 @@ import typer
 from kaudit import __version__
 from kaudit.cli import canary, check, cluster, demo, lab, probe, reconcile, snapshot
 from kaudit.cli.clicompat import BadParameter, ClickException, Command, FloatParamType, Group
-from kaudit.connect.redact import redact
+from kaudit.connection.redact import redact
 from kaudit.errors import ExitCode, KauditError
 
 app = typer.Typer(

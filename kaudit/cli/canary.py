@@ -95,7 +95,7 @@ def canary(
     """
     from kaudit.canary.service import Canary, CanarySettings, result_of
     from kaudit.cluster.client import AdminSession
-    from kaudit.connect.settings import parse_key_values
+    from kaudit.connection.settings import parse_key_values
     from kaudit.probe.faults.registry import parse_fault_at, parse_faults
     from kaudit.probe.model import ProbeSettings
     from kaudit.report.canary import CANARY as SUMMARY

@@ -97,7 +97,7 @@ def up(
 
     With --format json, print the lab's status document (as `lab status -f json`).
     """
-    from kaudit.connect.settings import parse_key_values
+    from kaudit.connection.settings import parse_key_values
     from kaudit.lab import manager
 
     directory = options.state_dir(state_dir)

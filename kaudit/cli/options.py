@@ -16,7 +16,7 @@ from kaudit.report.output import OutputFormat, PageFormat, output_problem
 
 if TYPE_CHECKING:
     # Read only when a command runs: --help and shell completion never resolve a connection.
-    from kaudit.connect.settings import ConnectionSettings
+    from kaudit.connection.settings import ConnectionSettings
 
 CONNECTION = "Connection"
 FAULTS_PANEL = "Faults"
@@ -243,7 +243,7 @@ class ConnectionOptions:
 
     def settings(self) -> ConnectionSettings:
         """Resolve flags, environment and context into connection settings."""
-        from kaudit.connect.settings import resolve_connection
+        from kaudit.connection.settings import resolve_connection
 
         return resolve_connection(
             bootstrap_server=self.bootstrap_server,

@@ -129,7 +129,7 @@ def probe(
     """
     if ctx.invoked_subcommand is not None:
         return ExitCode.OK  # `kaudit probe matrix ...`: the subcommand runs instead
-    from kaudit.connect.settings import parse_key_values
+    from kaudit.connection.settings import parse_key_values
     from kaudit.probe.faults.registry import parse_fault_at, parse_faults
     from kaudit.probe.model import ProbeSettings
     from kaudit.probe.runner import run_probe
@@ -215,7 +215,7 @@ def matrix(
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Run the probe over a grid of settings and print one verdict table."""
-    from kaudit.connect.settings import parse_key_values
+    from kaudit.connection.settings import parse_key_values
     from kaudit.probe.faults.registry import parse_fault_at
     from kaudit.probe.matrix import build_grid, parse_list, run_matrix
     from kaudit.probe.model import ProbeSettings

@@ -160,7 +160,7 @@ def reconcile(
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
-    from kaudit.connect.settings import parse_key_values
+    from kaudit.connection.settings import parse_key_values
     from kaudit.reconcile import formats
     from kaudit.reconcile.avro_schemas import SchemaSource, key_schemas_for
     from kaudit.reconcile.classes import FAILING

@@ -2,7 +2,7 @@
 
 Admin, producer and consumer clients come from :class:`ConnectionSettings` (:func:`new_admin`,
 :func:`new_producer`, :func:`new_consumer`, :class:`AdminSession`); Spark's Kafka source
-gets the same settings as Java client options (:mod:`kaudit.connect.java_options`). Nothing else
+gets the same settings as Java client options (:mod:`kaudit.connection.java_options`). Nothing else
 imports ``confluent_kafka``: the few of its types other modules need are handed out here,
 imported on first use so that ``--help`` stays fast. Every error librdkafka reports is
 collected, so that a call that times out says *why* (refused, authentication, TLS).
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from kaudit.cluster.model import Broker
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.waiting import Deadline
 

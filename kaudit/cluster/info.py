@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.model import Broker, is_internal_topic
 from kaudit.cluster.protocol import read_protocol
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.waiting import Deadline
 
 

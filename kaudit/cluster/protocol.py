@@ -23,8 +23,8 @@ from typing import Any
 
 from kaudit.cluster.model import Broker
 from kaudit.cluster.protocol_config import kafka_python_config
-from kaudit.connect.redact import redact
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.redact import redact
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.waiting import Deadline
 

@@ -19,9 +19,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from kaudit.connect.properties import unsecured_principal
-from kaudit.connect.redact import register_secret
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.properties import unsecured_principal
+from kaudit.connection.redact import register_secret
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
 
 _SASL = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")

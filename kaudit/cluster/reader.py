@@ -33,7 +33,7 @@ from kaudit.cluster.model import (
     is_internal_topic,
 )
 from kaudit.cluster.protocol import EligibleLeaders, ProtocolRead, read_protocol
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
 from kaudit.waiting import Deadline
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from kaudit.demo.model import CONNECT_TIMEOUT_S, DemoTopic
 
 if TYPE_CHECKING:
-    from kaudit.connect.settings import ConnectionSettings
+    from kaudit.connection.settings import ConnectionSettings
     from kaudit.lab.state import LabState
 
 _MANAGED_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")

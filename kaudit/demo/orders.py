@@ -11,7 +11,7 @@ from kaudit.demo.model import ORDER_COUNT, SINK_CHANGED, SINK_DUPLICATED, SINK_M
 from kaudit.errors import RuntimeUnavailable
 
 if TYPE_CHECKING:
-    from kaudit.connect.settings import ConnectionSettings
+    from kaudit.connection.settings import ConnectionSettings
 
 
 def produce_orders(conn: ConnectionSettings, topic: str, count: int

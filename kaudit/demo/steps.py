@@ -40,7 +40,7 @@ from kaudit.errors import LabStateError
 
 if TYPE_CHECKING:
     from kaudit.check.findings import CheckResult
-    from kaudit.connect.settings import ConnectionSettings
+    from kaudit.connection.settings import ConnectionSettings
     from kaudit.lab.state import LabState
     from kaudit.probe.matrix import MatrixRow
     from kaudit.reconcile.request import ReconcileResult

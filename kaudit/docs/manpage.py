@@ -352,8 +352,8 @@ def _summary(help_text: str) -> str:
 
 
 def _contexts_example() -> list[str]:
-    """The example config file in :mod:`kaudit.connect.contexts`' docstring, if it has one."""
-    from kaudit.connect import contexts
+    """The example config file in :mod:`kaudit.connection.contexts`' docstring, if it has one."""
+    from kaudit.connection import contexts
 
     doc = inspect.cleandoc(contexts.__doc__ or "")
     if "Example::" not in doc:

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from kaudit.connect.properties import properties_text
+from kaudit.connection.properties import properties_text
 from kaudit.errors import LabError
 from kaudit.jvm import resolve_jars
 from kaudit.lab.runtime import KafkaRuntime, logging_artifacts
@@ -135,7 +135,7 @@ def worker_properties(state: LabState, port: int, plugins: list[Path],
 
 
 def _security_settings(state: LabState) -> dict[str, str]:
-    from kaudit.connect.properties import read_properties
+    from kaudit.connection.properties import read_properties
     from kaudit.lab import security as sec
 
     path = state.client_properties_for(sec.ADMIN)

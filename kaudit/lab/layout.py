@@ -20,7 +20,7 @@ from base64 import urlsafe_b64encode
 from collections.abc import Sequence
 from pathlib import Path
 
-from kaudit.connect.properties import properties_text
+from kaudit.connection.properties import properties_text
 from kaudit.errors import InputError, LabError, LabStateError
 from kaudit.lab import security as sec
 from kaudit.lab.process import kafka_archive, log_tail

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import LabStateError
 
 STATE_FILE = "lab.json"
@@ -109,7 +109,7 @@ class LabState:
     def connection(self, user: str | None = None, timeout: float = 10.0) -> ConnectionSettings:
         """How a client connects to this lab: as ``user`` (default: the operator's ordinary
         user; ``security.ADMIN`` for the lab's own work) on a secured lab."""
-        from kaudit.connect.properties import read_properties, translate_java_properties
+        from kaudit.connection.properties import read_properties, translate_java_properties
         from kaudit.lab import security
 
         path = self.client_properties_for(user or security.USER)

@@ -18,7 +18,7 @@ from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, new_consumer
 from kaudit.cluster.protocol import EpochEnd, read_epoch_ends
 from kaudit.cluster.topics import partition_leaders
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import KauditError
 from kaudit.probe.causes import EpochCut, LossCauses, attribute_losses
 from kaudit.probe.epochs import EpochRuns

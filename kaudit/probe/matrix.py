@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.probe.faults.lab import lab_for
 from kaudit.probe.faults.registry import PRODUCER, FaultSpec, parse_faults

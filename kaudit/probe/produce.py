@@ -15,7 +15,7 @@ from typing import Any
 
 from kaudit.cluster import client
 from kaudit.cluster.client import ErrorCollector, new_producer
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.faults.injector import ProducerRestart
 from kaudit.probe.faults.registry import fault_at_reached
 from kaudit.probe.latency import LatencyHistogram, Timeline, bucket_of_us

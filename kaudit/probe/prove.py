@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import wait_until_in_sync
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.consume.model import ConsumeReport, ConsumeSettings
 from kaudit.probe.consume.runner import run_consume
 from kaudit.probe.faults.lab import lab_at

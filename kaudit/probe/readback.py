@@ -12,7 +12,7 @@ from typing import Any
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, new_consumer
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.epochs import EpochRuns
 from kaudit.probe.latency import LatencyHistogram
 from kaudit.probe.ledger import Ledger

@@ -35,7 +35,7 @@ from kaudit.cluster.topics import (
     partition_roles,
     topic_partitions,
 )
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.probe.causes import LossCauses
 from kaudit.probe.evidence import LossEvidence

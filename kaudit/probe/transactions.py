@@ -9,7 +9,7 @@ from typing import Any
 
 from kaudit.cluster import client
 from kaudit.cluster.client import ErrorCollector, unreachable
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.monitor import EventLog
 from kaudit.waiting import Deadline

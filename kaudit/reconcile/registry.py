@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from kaudit.connect.redact import register_secret
+from kaudit.connection.redact import register_secret
 from kaudit.errors import ConnectionFailure, InputError
 
 #: A registry answers a small request in well under a second; a slow one is waited on at

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from kaudit.connect.redact import is_secret_key, register_secret
+from kaudit.connection.redact import is_secret_key, register_secret
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.reconcile.spark import error_line
 

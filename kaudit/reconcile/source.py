@@ -18,8 +18,8 @@ from typing import Any
 
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import topic_partitions
-from kaudit.connect.java_options import java_client_options
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.java_options import java_client_options
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError, RuntimeUnavailable
 from kaudit.waiting import Deadline
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kaudit.connect.redact import redact
+from kaudit.connection.redact import redact
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #212121; max-width: 1400px; }

@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kaudit.connect.redact import redact
+from kaudit.connection.redact import redact
 from kaudit.errors import InputError
 
 

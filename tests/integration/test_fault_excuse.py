@@ -11,7 +11,7 @@ import pytest
 
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import TopicSpec, create_probe_topic, delete_probe_topic, partition_roles
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
 from kaudit.probe.faults.injector import FaultInjector, Targets
 from kaudit.probe.faults.lab import LabControl

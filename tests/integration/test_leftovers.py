@@ -12,7 +12,7 @@ import pytest
 
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import TopicSpec, create_probe_topic, delete_probe_topic
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.waiting import wait_for
 from tests.conftest import Lab, run_kaudit
 from tests.integration.test_lab import admin

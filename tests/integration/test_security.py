@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from kaudit.connect.properties import read_properties, translate_java_properties
+from kaudit.connection.properties import read_properties, translate_java_properties
 from tests.conftest import Run, run_kaudit
 
 pytestmark = [pytest.mark.kafka]

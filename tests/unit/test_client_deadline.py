@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException
 import kaudit.cluster.client as client_module
 import kaudit.waiting as waiting_module
 from kaudit.cluster.client import AdminSession
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
 
 SLICE = 0.25  # the longest single wait AdminSession.outcome makes before looking again

@@ -8,7 +8,7 @@ from typing import Any
 
 from kaudit.cluster import groups
 from kaudit.cluster.groups import PEEK_ROUNDS
-from kaudit.connect.properties import properties_text
+from kaudit.connection.properties import properties_text
 from kaudit.waiting import Deadline
 
 

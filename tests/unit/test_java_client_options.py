@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kaudit.connect.java_options import java_client_options
-from kaudit.connect.redact import MASK, redact
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.java_options import java_client_options
+from kaudit.connection.redact import MASK, redact
+from kaudit.connection.settings import ConnectionSettings
 
 
 def options(**props: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kaudit.connect.properties import read_properties, translate_java_properties
+from kaudit.connection.properties import read_properties, translate_java_properties
 from kaudit.errors import InputError
 from kaudit.lab import security as sec
 from kaudit.lab.state import LabState

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kaudit.connect.settings import parse_key_values
+from kaudit.connection.settings import parse_key_values
 from kaudit.errors import InputError, LabStateError
 from kaudit.lab.layout import EPHEMERAL_RANGE, LOWEST_LAB_PORT, free_ports
 from kaudit.lab.manager import lab_kill, lab_start

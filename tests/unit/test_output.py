@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kaudit.connect.redact import register_secret
+from kaudit.connection.redact import register_secret
 from kaudit.errors import InputError
 from kaudit.report.output import emit, write_file
 

@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kaudit.connect.properties import parse_properties, read_properties, translate_java_properties
+from kaudit.connection.properties import (
+    parse_properties,
+    read_properties,
+    translate_java_properties,
+)
 from kaudit.errors import FileInputError
 
 
@@ -130,7 +134,7 @@ def test_unknown_login_module_is_rejected() -> None:
 
 def test_references_to_env_and_files_are_expanded_and_secret(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kaudit.connect.redact import MASK, redact
+    from kaudit.connection.redact import MASK, redact
 
     monkeypatch.setenv("KAFKA_PW", "s3cret-from-env")
     vault = tmp_path / "vault.properties"

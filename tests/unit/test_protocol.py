@@ -25,7 +25,7 @@ from kaudit.cluster.protocol import (
     read_epoch_ends,
 )
 from kaudit.cluster.protocol_config import fetch_token, kafka_python_config
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
 
 

@@ -13,7 +13,7 @@ from confluent_kafka.admin import ResourceType
 
 from kaudit.cluster import reader
 from kaudit.cluster.client import AdminSession
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
 from kaudit.waiting import Deadline
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kaudit.connect.properties import parse_properties
-from kaudit.connect.redact import MASK, redact, register_secret
+from kaudit.connection.properties import parse_properties
+from kaudit.connection.redact import MASK, redact, register_secret
 
 
 def test_secret_keys_are_masked_in_mappings() -> None:

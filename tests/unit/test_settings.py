@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kaudit.connect.settings import resolve_connection
+from kaudit.connection.settings import resolve_connection
 from kaudit.errors import FileInputError, InputError
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kaudit.cluster.client import AdminSession, LeaderGone, new_producer
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
 from kaudit.waiting import Deadline
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import TopicSpec, create_probe_topic, delete_probe_topic, partition_roles
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.probe.consume.feed import Feed
 from kaudit.probe.consume.fleet import Fleet

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from kaudit.connect.redact import is_secret_key, redact, register_secret
+from kaudit.connection.redact import is_secret_key, redact, register_secret
 from kaudit.errors import ConnectionFailure, InputError, RuntimeUnavailable
 from kaudit.probe.consume.verify import Processing
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from kaudit.cluster import client
 from kaudit.cluster.client import new_consumer
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.consume.sink import SinkTarget, stored_offsets
 
 ASK_EVERY_S = 0.5

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.cluster import client
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.consume.journal import JournalWriter, journal_name
 
 #: Where each strategy's crash point sits: between its two steps.

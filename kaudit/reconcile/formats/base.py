@@ -13,7 +13,7 @@ from kaudit.errors import InputError
 from kaudit.reconcile.envelope import event_context
 
 if TYPE_CHECKING:
-    from kaudit.connect.settings import ConnectionSettings
+    from kaudit.connection.settings import ConnectionSettings
     from kaudit.reconcile.avro_schemas import AvroSchemas, SchemaSource
     from kaudit.reconcile.request import ReconcileRequest
     from kaudit.reconcile.source import OffsetRange

@@ -25,7 +25,7 @@ from kaudit.reconcile.formats.base import Decoded, ValueFormat
 from kaudit.reconcile.infer import field_paths, not_objects
 
 if TYPE_CHECKING:
-    from kaudit.connect.settings import ConnectionSettings
+    from kaudit.connection.settings import ConnectionSettings
     from kaudit.reconcile.request import ReconcileRequest
     from kaudit.reconcile.source import OffsetRange
 

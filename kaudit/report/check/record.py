@@ -18,7 +18,7 @@ from kaudit.check.findings import (
     RuleInfo,
     Subject,
 )
-from kaudit.connect.redact import redact
+from kaudit.connection.redact import redact
 from kaudit.report.base import RenderOptions
 from kaudit.report.check.words import producer_gives, survives
 

@@ -8,7 +8,7 @@ from typing import Any, cast
 from kaudit.canary.book import PartitionBook
 from kaudit.canary.service import Canary
 from kaudit.canary.state import CanarySettings, CanaryState
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.model import ProbeSettings
 
 

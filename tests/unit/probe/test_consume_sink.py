@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kaudit.connect.redact import MASK, redact
+from kaudit.connection.redact import MASK, redact
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.probe.consume.sink import (
     SinkTarget,

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import pytest
 
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.probe import matrix
 from kaudit.probe.faults.injector import FaultInjector, Targets, start_injector

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.causes import EpochCut, LossCauses, attribute_losses
 from kaudit.probe.epochs import EpochRuns
 from kaudit.probe.evidence import _epochs, last_kept_below

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from kaudit.cluster import client
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.monitor import EventLog
 from kaudit.probe.transactions import Ended, end_transaction

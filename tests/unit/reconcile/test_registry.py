@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from kaudit.connect.redact import MASK, redact
+from kaudit.connection.redact import MASK, redact
 from kaudit.errors import InputError
 from kaudit.reconcile.registry import Registry
 

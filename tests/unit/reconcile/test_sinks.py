@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kaudit.connect.redact import redact
+from kaudit.connection.redact import redact
 from kaudit.errors import InputError
 from kaudit.reconcile.sinks import SinkSpec, parse_sink
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.reconcile.source import OffsetRange, read_topic
 
 pytestmark = pytest.mark.spark

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kaudit.check.findings import CheckResult, Finding, Severity, Subject, SubjectKind
-from kaudit.connect.redact import MASK, redact, register_secret
+from kaudit.connection.redact import MASK, redact, register_secret
 from kaudit.report import base
 from kaudit.report.check import CHECK, CHECK_FORMATTERS, CheckFormat
 from kaudit.report.check.github import escape_data, escape_property

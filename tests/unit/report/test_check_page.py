@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kaudit.check.findings import CheckResult, Guarantee, Reader, Semantics
-from kaudit.connect.redact import MASK, register_secret
+from kaudit.connection.redact import MASK, register_secret
 from kaudit.report.base import RenderOptions, render
 from kaudit.report.check import CHECK
 from kaudit.report.check.html_format import SEVERITY_STYLES, summary_sentence, why

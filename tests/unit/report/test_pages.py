@@ -6,7 +6,7 @@ import base64
 from dataclasses import replace
 from html.parser import HTMLParser
 
-from kaudit.connect.redact import MASK, register_secret
+from kaudit.connection.redact import MASK, register_secret
 from kaudit.probe.faults.registry import parse_fault
 from kaudit.probe.latency import Timeline
 from kaudit.probe.matrix import MatrixCell, MatrixRow

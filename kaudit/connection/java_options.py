@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kaudit.connect.properties import unsecured_principal
-from kaudit.connect.redact import register_secret
-from kaudit.connect.settings import ConnectionSettings
+from kaudit.connection.properties import unsecured_principal
+from kaudit.connection.redact import register_secret
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import unreadable
 
 _OAUTH_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"

@@ -19,14 +19,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kaudit.connect.contexts import MAX_TIMEOUT, load_context
-from kaudit.connect.properties import (
+from kaudit.connection.contexts import MAX_TIMEOUT, load_context
+from kaudit.connection.properties import (
     expand_references,
     has_reference,
     read_properties,
     translate_java_properties,
 )
-from kaudit.connect.redact import is_secret_key, register_secret
+from kaudit.connection.redact import is_secret_key, register_secret
 from kaudit.errors import InputError
 
 log = logging.getLogger("kaudit")

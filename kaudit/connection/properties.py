@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from kaudit.connect.redact import is_secret_key, register_secret
+from kaudit.connection.redact import is_secret_key, register_secret
 from kaudit.errors import FileInputError, InputError, unreadable
 
 
