@@ -19,6 +19,10 @@ then is ``duplicated`` (it had been read) or ``reappeared`` (it had been declare
 absent: the verdict stands, the sighting is reported). A read of a sequence forgotten longer
 ago is ``beyond_window``: a duplicate or a reappearance, the books cannot tell which.
 
+Distinct offsets make a duplicate: a record already read, read again at an offset the reader
+had already passed, is the reader going back over the log (librdkafka rewinds after a leader
+change), not a second copy; it is counted ``redelivered`` and judged no further.
+
 Nothing here reads a clock or Kafka: the caller passes ``now`` (monotonic seconds) and
 what it saw, so every rule is tested exactly.
 """
@@ -31,7 +35,8 @@ from typing import Any
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "read", "lost", "duplicated",
           "reordered", "late", "failed_present", "indeterminate_present",
-          "indeterminate_absent", "reappeared", "beyond_window", "aborted", "aborted_visible")
+          "indeterminate_absent", "reappeared", "beyond_window", "aborted", "aborted_visible",
+          "redelivered")
 """Every per-partition count, in the order the reports show them."""
 
 CAUSES = ("deleted", "truncated", "unknown")
@@ -129,6 +134,8 @@ class PartitionBook:
     next_seq: int = 0
     """One past the highest sequence sent."""
     max_read: int = -1
+    max_offset: int = -1
+    """The highest offset read."""
     overwritten: dict[int, tuple[int, int | None]] = field(default_factory=dict)
     """Sequence of an open record -> (the sequence that took its offset since, the leader
     epoch it was written or acknowledged in)."""
@@ -213,6 +220,10 @@ class PartitionBook:
             # This offset was acknowledged to another record: that one was cut off.
             self.overwritten.setdefault(owner, (seq, epoch))
         record = self.open.get(seq)
+        passed, self.max_offset = offset <= self.max_offset, max(self.max_offset, offset)
+        if (record is None or record.read) and passed:
+            self.counts["redelivered"] += 1
+            return events
         if record is None or record.read:
             fate = "read" if record is not None else self.memory.fate(seq)
             kind = {"read": "duplicated", "gone": "reappeared",

@@ -20,7 +20,7 @@ def canary_document(result: CanaryResult) -> dict[str, Any]:
     totals = {c: result.total(c) for c in (*TABLE_COLUMNS, "failed_present",
                                            "indeterminate_present", "indeterminate_absent",
                                            "reappeared", "beyond_window", "unanswered",
-                                           "aborted", "aborted_visible")}
+                                           "aborted", "aborted_visible", "redelivered")}
     return {
         "schema": SCHEMA, "topic": result.topic, "run_id": result.run_id,
         "settings": result.settings, "seconds": result.seconds,

@@ -135,8 +135,13 @@ def events_of(path: Path) -> list[dict[str, Any]]:
 
 def gaps_in_log(lab: Lab, topic: str) -> dict[int, int]:
     """Per partition, the sequences missing below the highest one in the log up to its high
-    watermark when asked (a canary may still be writing: a read to the end would chase it):
-    read by a consumer of our own, not by kaudit."""
+    watermark when asked (a canary may still be writing: a read to the end would chase it)."""
+    return {p: (max(s) + 1 - len(s)) if s else 0 for p, s in read_log(lab, topic).items()}
+
+
+def read_log(lab: Lab, topic: str) -> dict[int, dict[int, set[int]]]:
+    """Per partition, each canary sequence's offsets in the log up to its high watermark
+    when asked: read by a consumer of our own, not by kaudit."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": uuid.uuid4().hex,
@@ -147,7 +152,7 @@ def gaps_in_log(lab: Lab, topic: str) -> dict[int, int]:
                 for p in parts}
         pending = {p for p in parts if ends[p] > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in pending])
-        seqs: dict[int, set[int]] = {p: set() for p in parts}
+        seqs: dict[int, dict[int, set[int]]] = {p: {} for p in parts}
         deadline = time.monotonic() + 120
         while pending:
             assert time.monotonic() < deadline, f"{topic}: not read up to {ends} in 120 s"
@@ -155,12 +160,13 @@ def gaps_in_log(lab: Lab, topic: str) -> dict[int, int]:
                 if msg.error() is not None or msg.partition() not in pending:
                     continue
                 if (record := decode(msg.value())) is not None:
-                    seqs[msg.partition()].add(record.partition_seq)
+                    seqs[msg.partition()].setdefault(record.partition_seq, set()).add(
+                        msg.offset())
                 if msg.offset() + 1 >= ends[msg.partition()]:
                     pending.discard(msg.partition())
     finally:
         consumer.close()
-    return {p: (max(s) + 1 - len(s)) if s else 0 for p, s in seqs.items()}
+    return seqs
 
 
 def scrape(port: int) -> str:
@@ -192,12 +198,18 @@ def test_acks_1_loses_what_the_log_lost_and_acks_all_beside_it_nothing_nor_in_a_
     the log finds missing, with cause ``truncated``, as Prometheus shows; an acks=all
     canary (min.insync.replicas=2) runs beside it, one of its partitions led by the broker
     the fault kills with the followers it freezes, and loses nothing, then nothing through
-    a rolling restart of every broker, which moves none of its partitions."""
+    a rolling restart of every broker, which moves none of its partitions.
+
+    The acks=all canary expects at-least-once, not exactly-once: on a leader change
+    librdkafka's idempotent producer can answer OUT_OF_ORDER_SEQUENCE_NUMBER with an epoch
+    bump and send a few in-flight records again, which the broker then keeps twice
+    (librdkafka issue 4953; it happened here). What acks=all with min.insync.replicas=2
+    promises is no loss; a duplicate the canary reports must be one the log really holds."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     safe = f"kaudit-test-canary-{uuid.uuid4().hex[:8]}"
     safe_proc, safe_events = start_canary(lab, tmp_path / "b", free_port(), "--topic", safe,
-                                          "--rate", "300", "--expect", "exactly-once")
+                                          "--rate", "300", "--expect", "at-least-once")
     try:
         wait_until(lambda: safe in admin(lab).list_topics(timeout=10).topics, 60,
                    "the acks=all canary's topic")
@@ -218,7 +230,13 @@ def test_acks_1_loses_what_the_log_lost_and_acks_all_beside_it_nothing_nor_in_a_
     assert code == 0, stderr + json.dumps(safe_doc.get("violations"))
     assert after == before  # 0 reassignments: the canary never moves its partitions
     totals = safe_doc["totals"]
-    assert totals["lost"] == totals["duplicated"] == totals["acked_unread"] == 0, totals
+    assert totals["lost"] == totals["acked_unread"] == totals["beyond_window"] == 0, totals
+    copies = read_log(lab, safe)
+    duplicated = [e for e in events_of(safe_events) if e["kind"] == "duplicated"]
+    assert len(duplicated) == totals["duplicated"], (duplicated, totals)
+    for e in duplicated:  # the second copy is where the canary saw it, and a first is too
+        offsets = copies[e["partition"]].get(e["seq"], set())
+        assert e["offset"] in offsets and len(offsets) >= 2, (e, offsets)
     # A send left unanswered by a broker going down is indeterminate, never lost; each such
     # send is read back or settled absent.
     assert totals["sent"] == totals["acked"] + totals["failed"] + totals["indeterminate"], totals

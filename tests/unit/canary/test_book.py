@@ -28,6 +28,23 @@ def test_a_delivered_record_is_forgotten_and_its_duplicate_caught_within_the_win
     assert b.counts["duplicated"] == 1 and b.counts["beyond_window"] == 1
 
 
+def test_reading_again_offsets_already_passed_is_a_redelivery_not_a_duplicate() -> None:
+    b = book()
+    for seq in range(4):
+        delivered(b, seq, 100 + seq, 0.0)
+    # The reader went back to offset 101 (a rewind after a leader change): one copy each.
+    assert b.read(1, 101, 1.0) == [] and b.read(2, 102, 1.0) == [] and b.read(3, 103, 1.0) == []
+    assert b.counts["redelivered"] == 3 and b.counts["duplicated"] == 0
+    # A second copy lies past every offset read: that one is a duplicate.
+    [event] = b.read(2, 104, 1.1)
+    assert event["kind"] == "duplicated" and b.counts["duplicated"] == 1
+    # An unread record below the highest offset read is read, not redelivered.
+    b.sent(4, 2.0)
+    b.acked(4, 99, 2.0)
+    assert b.read(4, 99, 2.1) == []
+    assert b.counts["read"] == 5 and b.counts["redelivered"] == 3 and not b.open
+
+
 def test_a_record_read_before_its_ack_is_delivered_once_acked() -> None:
     b = book()
     b.sent(0, 0.0)
