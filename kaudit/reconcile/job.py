@@ -19,7 +19,8 @@ from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic
 from kaudit.reconcile.formats import value_format
 from kaudit.reconcile.formats.base import joined_key
-from kaudit.reconcile.request import ReconcileRequest, ReconcileResult
+from kaudit.reconcile.kinds import TooWide, compared_as, kind_of
+from kaudit.reconcile.request import FieldTypes, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
 from kaudit.reconcile.source import (
     OffsetRange,
@@ -80,34 +81,39 @@ def coordinate_column(request: ReconcileRequest, name: str, columns: set[str]) -
     return plain
 
 
-def align_types(topic: Any, sink: Any, columns: list[str]) -> tuple[Any, Any]:
-    """Compare like with like: numbers as double, times as timestamp, the rest as text."""
+def align_types(topic: Any, sink: Any, columns: list[str]
+                ) -> tuple[Any, Any, list[FieldTypes]]:
+    """Compare like with like: both sides cast to the type that loses nothing of either
+    (:func:`kaudit.reconcile.kinds.compared_as`): integers as integers, decimals at their
+    scale, never a 64-bit integer through a double. Also what each column was on each
+    side and what it was compared as, for the report."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import NumericType, TimestampType
 
-    t_types = {f.name: f.dataType for f in topic.schema.fields}
-    s_types = {f.name: f.dataType for f in sink.schema.fields}
+    t_types = {f.name: f.dataType.simpleString() for f in topic.schema.fields}
+    s_types = {f.name: f.dataType.simpleString() for f in sink.schema.fields}
+    fields = []
     for c in columns:
-        a, b = t_types[c], s_types[c]
-        if isinstance(a, NumericType) and isinstance(b, NumericType):
-            target = "double"
-        elif isinstance(a, TimestampType) or isinstance(b, TimestampType):
-            target = "timestamp"
-        else:
-            target = "string"
-        topic = topic.withColumn(c, F.col(c).cast(target))
-        sink = sink.withColumn(c, F.col(c).cast(target))
-    return topic, sink
+        try:
+            target = compared_as(kind_of(t_types[c]), kind_of(s_types[c]))
+        except TooWide as exc:
+            raise InputError(f"column {c}: {exc}; declare it with --schema") from None
+        t_col, s_col = F.col(c).cast(target.spark), F.col(c).cast(target.spark)
+        if target.round_to is not None:  # a float with a decimal: at the decimal's scale
+            t_col, s_col = F.round(t_col, target.round_to), F.round(s_col, target.round_to)
+        topic = topic.withColumn(c, t_col)
+        sink = sink.withColumn(c, s_col)
+        fields.append(FieldTypes(c, t_types[c], s_types[c], str(target)))
+    return topic, sink, fields
 
 
-def hashed(topic: Any, sink: Any, compared: list[str]) -> tuple[Any, Any]:
+def hashed(topic: Any, sink: Any, compared: list[str]) -> tuple[Any, Any, list[FieldTypes]]:
     """Both sides typed alike (:func:`align_types`), with the key and payload hashes the
     comparison groups and matches on."""
     from pyspark.sql import functions as F
 
     from kaudit.reconcile.plan import key_hash_column, payload_hash_column
 
-    topic, sink = align_types(topic, sink, compared)
+    topic, sink, fields = align_types(topic, sink, compared)
     # A record that could not be decoded stands alone: a key_hash of its own when its key
     # was not read, and a payload hash that matches nothing, so it is always looked at.
     undecodable = F.col(UNDECODABLE).isNotNull()
@@ -118,7 +124,7 @@ def hashed(topic: Any, sink: Any, compared: list[str]) -> tuple[Any, Any]:
             payload_hash_column(compared, typed=True)))
     sink = sink.withColumn("key_hash", key_hash_column(F.col("key"))).withColumn(
         "payload_hash", payload_hash_column(compared, typed=True))
-    return topic, sink
+    return topic, sink, fields
 
 
 def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> ReconcileResult:
@@ -197,7 +203,7 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                                    & (F.col("offset") < r.end))
         sink = sink.where(in_range)
     compared = [request.sink_column(c) for c in request.compare]
-    topic, sink = hashed(topic, sink, compared)
+    topic, sink, fields = hashed(topic, sink, compared)
     grace = (datetime.now(UTC) - timedelta(seconds=request.grace_seconds)
              if request.grace_seconds > 0 else None)
     options = CompareOptions(mode=request.mode, compare=tuple(compared),
@@ -225,7 +231,7 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
         request=request, sink=sink_spec, ranges=ranges, topic_records=topic_records,
         sink_rows=sink_rows, counts=counts, by_partition=comparison.counts_by_partition(),
         samples=samples, output_files=output_files,
-        seconds=time.monotonic() - started)
+        seconds=time.monotonic() - started, fields=fields)
     comparison.unpersist()
     return result
 

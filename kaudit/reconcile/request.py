@@ -95,6 +95,17 @@ class ReconcileRequest:
 
 
 @dataclass(frozen=True)
+class FieldTypes:
+    """A compared column's type on each side (Spark's names) and the type both were
+    compared as (:mod:`kaudit.reconcile.kinds`)."""
+
+    column: str
+    topic_type: str
+    sink_type: str
+    compared_as: str
+
+
+@dataclass(frozen=True)
 class ReconcileResult:
     """What the run found, ready for the report."""
 
@@ -108,6 +119,8 @@ class ReconcileResult:
     samples: dict[str, list[dict[str, Any]]]
     output_files: list[str]
     seconds: float
+    fields: list[FieldTypes] = field(default_factory=list)
+    """Each compared column's types, in --compare's order."""
 
     @property
     def verdict(self) -> str:

@@ -31,6 +31,10 @@ def reconcile_document(result: ReconcileResult) -> dict[str, Any]:
                  "snapshot_id": result.sink.snapshot_id},
         "mode": r.mode,
         "compare": list(r.compare),
+        # per compared column: its type in the topic and in the sink, and what both were
+        # compared as (integers exactly, decimals at their scale, ...)
+        "fields": [{"column": f.column, "topic_type": f.topic_type, "sink_type": f.sink_type,
+                    "compared_as": f.compared_as} for f in result.fields],
         "counts": {"topic_records": result.topic_records, "sink_rows": result.sink_rows,
                    **{c: int(result.counts.get(c, 0)) for c in CLASSES},
                    # offsets of the range that retention removed before the run
@@ -56,6 +60,10 @@ def reconcile_table(result: ReconcileResult) -> str:
     lines = [f"kaudit reconcile: {rec['source']['topic']} -> {rec['sink']['uri']}{at} "
              f"({rec['mode']}, {rec['source']['isolation_level']})", "",
              tabulate([(k, v) for k, v in counts.items()], headers=["class", "count"]), ""]
+    lines += [f"{f['column']}: topic {f['topic_type']}, sink {f['sink_type']}, compared as "
+              f"{f['compared_as']}" for f in rec["fields"]]
+    if rec["fields"]:
+        lines.append("")
     for cls, rows in rec["samples"].items():
         shown = [(row.get("key"), row.get("partition"), row.get("offset"),
                   row.get("column") or "", row.get("topic_value") or "",

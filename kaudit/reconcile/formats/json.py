@@ -23,6 +23,7 @@ from kaudit.reconcile.envelope import (
 )
 from kaudit.reconcile.formats.base import Decoded, ValueFormat
 from kaudit.reconcile.infer import field_paths, not_objects
+from kaudit.reconcile.kinds import Kind, json_number_type, kind_of
 
 if TYPE_CHECKING:
     from kaudit.connection.settings import ConnectionSettings
@@ -148,21 +149,21 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
                          F.col("value").isNull().alias("_tombstone"),
                          F.col("value").cast("string").alias("_text"))
     tombstone, text = F.col("_tombstone"), F.col("_text")
-    # Two decoders, one read. The fast one parses numbers straight to DOUBLE (what
-    # _convert makes of their text anyway): about a quarter of the decoding time of
-    # parsing text and converting it. Where it cannot give the exact same values
-    # (the value is not a JSON object, or a number field holds something else, which
-    # marks the record corrupt), the text decoder reads that record, lazily: only
-    # those records pay for it, and every record gets the text decoder's values.
-    doubles, longs = _fast_types(fields, key_names, targets)
-    frame = _parse_json(raw, text, fields, doubles, longs)
+    # Two decoders, one read. The fast one parses numbers straight to the type _convert
+    # makes of their text (a double, or an exact decimal): about a quarter of the
+    # decoding time of parsing text and converting it. Where it cannot give the exact
+    # same values (the value is not a JSON object, or a number field holds something
+    # else, which marks the record corrupt), the text decoder reads that record, lazily:
+    # only those records pay for it, and every record gets the text decoder's values.
+    numbers, longs = _fast_types(fields, key_names, targets)
+    frame = _parse_json(raw, text, fields, numbers, longs)
     slow = F.col("v").isNull() | F.col(f"v.{_CORRUPT}").isNotNull()
     fast = {name: _field_column(name) for name in fields}
     texts = {name: _field_column(name, "vt") for name in fields}
     values = {name: F.when(slow, _convert(texts[name], targets[name])).otherwise(
-        fast[name] if name in doubles else _convert(fast[name], targets[name]))
+        fast[name] if name in numbers else _convert(fast[name], targets[name]))
         for name in fields}
-    reason = _undecodable_reason(fields, slow, fast, texts, values, doubles | longs)
+    reason = _undecodable_reason(fields, slow, fast, texts, values, frozenset(numbers) | longs)
     if problem is not None:  # never a tombstone: a delete names its op
         reason = F.coalesce(problem, reason)
     frame = frame.withColumn(UNDECODABLE, F.when(~tombstone, reason))
@@ -179,20 +180,32 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
 
 
 def _fast_types(fields: list[str], key_names: list[str],
-                targets: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
-    """The fields the fast decoder parses to DOUBLE and to BIGINT (it reads the rest as
-    text, as the text decoder does)."""
+                targets: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+    """The number fields the fast decoder parses to their type (:func:`_number_type`),
+    and the key fields it parses to BIGINT (it reads the rest as text, as the text decoder
+    does)."""
     from pyspark.sql.types import IntegralType, NumericType
 
-    doubles = frozenset(n for n in fields if n not in key_names
-                        and isinstance(targets[n], NumericType))
+    numbers = {n: _number_type(targets[n]) for n in fields if n not in key_names
+               and isinstance(targets[n], NumericType)}
     # Key fields the sink holds as integers are parsed to BIGINT alike: read as text,
     # every JSON number is written out again through a JSON generator of its own.
     longs = frozenset(n for n in key_names if isinstance(targets[n], IntegralType))
-    return doubles, longs
+    return numbers, longs
 
 
-def _parse_json(raw: Any, text: Any, fields: list[str], doubles: frozenset[str],
+def _number_type(target: Any) -> Any:
+    """What a JSON number compared with a ``target`` column is read as: a double for a
+    float column, else an exact decimal (:func:`kaudit.reconcile.kinds.json_number_type`),
+    never a 64-bit integer through a double."""
+    from pyspark.sql.types import DecimalType, DoubleType
+
+    read_as = json_number_type(kind_of(target.simpleString()))
+    return DecimalType(read_as.precision, read_as.scale) if read_as.kind is Kind.DECIMAL \
+        else DoubleType()
+
+
+def _parse_json(raw: Any, text: Any, fields: list[str], numbers: dict[str, Any],
                 longs: frozenset[str]) -> Any:
     """``raw`` with the fast decoder's struct as ``v`` and, only where that one marks the
     record corrupt or has nothing, the text decoder's as ``vt``."""
@@ -202,7 +215,7 @@ def _parse_json(raw: Any, text: Any, fields: list[str], doubles: frozenset[str],
     # Both decoders in one projection (from_json keeps it out of Spark's generated
     # pipeline: each projection of its own copies every row once more); the fast
     # decoder's expression is named twice there and evaluated once.
-    decoded = F.from_json(text, _text_schema(fields, doubles, longs), options)
+    decoded = F.from_json(text, _text_schema(fields, numbers, longs), options)
     return raw.select("*", decoded.alias("v"), F.when(
         decoded.isNull() | decoded.getField(_CORRUPT).isNotNull(),
         F.from_json(text, _text_schema(fields), options)).alias("vt"))
@@ -241,16 +254,18 @@ def _field_column(name: str, struct: str = "v") -> Any:
     return F.col(struct + "." + ".".join(f"`{part}`" for part in name.split(".")))
 
 
-def _text_schema(fields: list[str], doubles: frozenset[str] = frozenset(),
+def _text_schema(fields: list[str], numbers: dict[str, Any] | None = None,
                  longs: frozenset[str] = frozenset()) -> Any:
     """A from_json schema with every wanted field as text (nested ones as structs): Spark
     then hands over any JSON value as its text (a number as its digits, an object as its
     JSON), so no value is turned into null for having another type than expected.
 
-    Fields in ``doubles`` are read as DOUBLE and those in ``longs`` as BIGINT instead (the
-    fast schema, see _decode_json): a value of another kind then marks the record corrupt
-    rather than becoming null."""
-    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+    Fields in ``numbers`` are read as the type it gives them and those in ``longs`` as
+    BIGINT instead (the fast schema, see _decode_json): a value of another kind then marks
+    the record corrupt rather than becoming null."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    numbers = numbers or {}
 
     tree: dict[str, Any] = {}
     for name in fields:
@@ -264,8 +279,7 @@ def _text_schema(fields: list[str], doubles: frozenset[str] = frozenset(),
             node.setdefault(parts[-1], name)
 
     def leaf(name: Any) -> Any:
-        return (DoubleType() if name in doubles else LongType() if name in longs
-                else StringType())
+        return numbers.get(name) or (LongType() if name in longs else StringType())
 
     def struct(node: dict[str, Any]) -> Any:
         return StructType([StructField(k, struct(v) if isinstance(v, dict) else leaf(v))
@@ -288,8 +302,8 @@ def _convert(text: Any, target: Any) -> Any:
     )
 
     if isinstance(target, NumericType):
-        # Numbers are compared as double (align_types): 10, 10.0 and 1e1 all read alike.
-        return text.try_cast("double")
+        # Exactly, or as a double for a float column: 10, 10.0 and 1e1 all read alike.
+        return text.try_cast(_number_type(target))
     if isinstance(target, BooleanType):
         return text.try_cast("boolean")
     if isinstance(target, TimestampType | TimestampNTZType | DateType):

@@ -257,9 +257,20 @@ def mismatch_rows(
         tv, sv = topic_rec[f"c{i}"], sink_rec[f"c{i}"]
         equal = _values_equal(tv, sv, topic.schema[name].dataType, sink.schema[name].dataType,
                               options)
-        row = ident(name, tv.cast("string"), sv.cast("string"))
+        row = ident(name, shown(tv, topic.schema[name].dataType),
+                    shown(sv, sink.schema[name].dataType))
         out.append(F.when(when & ~equal, row))
     return out
+
+
+def shown(value: Column, data_type: T.DataType) -> Column:
+    """A compared value as its kind writes it: a decimal without the zeros its comparison
+    scale added (``7``, ``12.5``, not ``12.500000000000000000``), the rest as Spark
+    writes it."""
+    text = value.cast("string")
+    if not isinstance(data_type, T.DecimalType) or data_type.scale <= 0:
+        return text
+    return F.regexp_replace(F.regexp_replace(text, r"(\.[0-9]*?)0+$", "$1"), r"\.$", "")
 
 
 def by_offset(left: Column, right: Column) -> Column:

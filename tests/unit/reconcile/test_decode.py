@@ -43,7 +43,7 @@ def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any,
     topic = decode_topic(raw(spark, values), request, read_types(request, sink))
     sink = shape_sink(sink, request)
     compared = [request.sink_column(c) for c in compare]
-    topic, sink = hashed(topic, sink, compared)
+    topic, sink, _ = hashed(topic, sink, compared)
     return run(topic, sink, mode, compared)
 
 
@@ -99,6 +99,36 @@ def test_numbers_as_text_and_other_types_read_exactly_as_the_text_decoder(
         assert result.counts() == counts(undecodable=1), mode
         assert [(r[0], r[1], r[6]) for r in rows(result)] == [
             ("undecodable", "5", "amount")], mode
+
+
+def test_integers_beyond_a_double_are_compared_exactly(spark: SparkSession) -> None:
+    # 2^53 + 1 and 2^53 + 2 differ by one, and 2^53 + 1 is no double: read through a
+    # double, rows 1 and 2 would both be equal. 10.5 is no integer: never 10 or 11.
+    big = 2**53 + 1
+    values = [f'{{"id": 1, "amount": {big}}}', f'{{"id": 2, "amount": {big}}}',
+              f'{{"id": 3, "amount": {2**63 - 1}}}', '{"id": 4, "amount": 7.0}',
+              '{"id": 5, "amount": 1e1}', '{"id": 6, "amount": 10.5}',
+              f'{{"id": 7, "amount": "{-(2**63)}"}}']  # quoted: the text decoder's
+    sink = [(1, big), (2, big + 1), (3, 2**63 - 1), (4, 7), (5, 10), (6, 10), (7, -(2**63))]
+    for mode in ("append", "upsert"):
+        result = reconcile(spark, values, sink, "id long, amount long", mode=mode)
+        assert result.counts() == counts(mismatched=2), mode
+        assert [(r[1], r[7], r[8]) for r in rows(result)] == [
+            ("2", str(big), str(big + 1)), ("6", "10.5", "10")], mode
+
+
+def test_decimals_are_compared_at_their_scale(spark: SparkSession) -> None:
+    from decimal import Decimal
+
+    values = ['{"id": 1, "amount": 12.50}', '{"id": 2, "amount": 12.50}',
+              '{"id": 3, "amount": 10}', '{"id": 4, "amount": "12.5"}',
+              '{"id": 5, "amount": 0.1}', '{"id": 6, "amount": 12.505}']
+    sink = [(1, Decimal("12.50")), (2, Decimal("12.51")), (3, Decimal("10.00")),
+            (4, Decimal("12.50")), (5, Decimal("0.10")), (6, Decimal("12.51"))]
+    result = reconcile(spark, values, sink, "id long, amount decimal(12,2)", mode="upsert")
+    assert result.counts() == counts(mismatched=2)
+    assert [(r[1], r[7], r[8]) for r in rows(result)] == [
+        ("2", "12.5", "12.51"), ("6", "12.505", "12.51")]
 
 
 def test_integer_keys_read_alike_by_both_decoders(spark: SparkSession) -> None:

@@ -87,7 +87,7 @@ def reconcile(spark: SparkSession, tmp_path: Path, value_format: str, values: li
         return request
     sink = spark.createDataFrame(sink_rows, "id long, value double, unit string")
     topic = decode_topic(raw(spark, values), request, {})
-    topic, sink = hashed(topic, shape_sink(sink, request), list(compare))
+    topic, sink, _ = hashed(topic, shape_sink(sink, request), list(compare))
     return run(topic, sink, mode, list(compare))
 
 
@@ -188,7 +188,7 @@ def test_an_avro_key_is_matched_as_its_text_and_one_that_does_not_decode_says_wh
         "partition int, offset long, timestamp timestamp, key binary, value binary")
     sink = spark.createDataFrame([(1, 1.0, None), (2, 5.0, None)],
                                  "id long, value double, unit string")
-    topic, sink = hashed(decode_topic(frame, request, {}), shape_sink(sink, request),
+    topic, sink, _ = hashed(decode_topic(frame, request, {}), shape_sink(sink, request),
                          ["value"])
     result = run(topic, sink, "append", ["value"])
     assert result.counts() == counts(mismatched=1, undecodable=1)

@@ -1,0 +1,165 @@
+"""What a compared value is, and what two sides are compared as, so that equal means equal.
+
+Every compared field is a value of one :class:`Kind`, each exact in its own terms: an
+integer to 64 bits, a decimal at its scale, a float as IEEE doubles (``--tolerance``
+applies). A pair of sides is compared as the kind that loses nothing of either
+(:func:`compared_as`): integer with integer as integers; integer or decimal with decimal as a
+decimal at the larger scale; float with decimal at the decimal's scale (the precision the
+decimal side keeps); never a 64-bit integer through a double. Where exact decimals would
+need more than Spark's 38 digits, :func:`compared_as` says so (:class:`TooWide`) rather
+than compare them through a cast that loses them.
+
+Pure: Spark's types are read by their SQL names (``DataType.simpleString()``), so this
+module imports nothing of Spark and every rule is unit-tested without it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """What a compared value is."""
+
+    INTEGER = "integer"
+    DECIMAL = "decimal"
+    FLOAT = "float"
+    BOOLEAN = "boolean"
+    DATE = "date"
+    TIMESTAMP = "timestamp"
+    """An instant (Spark's TIMESTAMP)."""
+    LOCAL_TIMESTAMP = "local timestamp"
+    """A wall-clock time without a zone (Spark's TIMESTAMP_NTZ)."""
+    BYTES = "bytes"
+    TEXT = "text"
+
+
+#: The largest decimal precision Spark holds.
+MAX_PRECISION = 38
+#: Digits a signed 64-bit integer needs.
+LONG_DIGITS = 19
+#: The scale a JSON number is read at when it is compared exactly: 20 integer digits are
+#: left, enough for any 64-bit integer, and 18 decimal places.
+JSON_NUMBER_SCALE = 18
+
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(-?\d+)\)")
+_INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint", "byte", "short", "integer",
+                       "long"})
+_BY_NAME = {"float": Kind.FLOAT, "double": Kind.FLOAT, "real": Kind.FLOAT,
+            "boolean": Kind.BOOLEAN, "date": Kind.DATE, "timestamp": Kind.TIMESTAMP,
+            "timestamp_ltz": Kind.TIMESTAMP, "timestamp_ntz": Kind.LOCAL_TIMESTAMP,
+            "binary": Kind.BYTES, "string": Kind.TEXT}
+
+
+class TooWide(ValueError):
+    """Two decimals that no decimal Spark holds can compare exactly."""
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """A kind, with a decimal's precision and scale; a float compared with a decimal is
+    rounded to the decimal's scale (``round_to``)."""
+
+    kind: Kind
+    precision: int = 0
+    scale: int = 0
+    round_to: int | None = None
+
+    @property
+    def spark(self) -> str:
+        """The Spark SQL type both sides are cast to when compared as this."""
+        if self.kind is Kind.DECIMAL:
+            return f"decimal({self.precision},{self.scale})"
+        return _SPARK[self.kind]
+
+    def __str__(self) -> str:
+        if self.kind is Kind.DECIMAL:
+            return f"decimal({self.precision},{self.scale})"
+        if self.round_to is not None:
+            return f"float rounded to {self.round_to} decimal place(s)"
+        return self.kind.value
+
+
+_SPARK = {Kind.INTEGER: "bigint", Kind.FLOAT: "double", Kind.BOOLEAN: "boolean",
+          Kind.DATE: "date", Kind.TIMESTAMP: "timestamp",
+          Kind.LOCAL_TIMESTAMP: "timestamp_ntz", Kind.BYTES: "binary", Kind.TEXT: "string"}
+
+INTEGER = ValueType(Kind.INTEGER)
+FLOAT = ValueType(Kind.FLOAT)
+TEXT = ValueType(Kind.TEXT)
+#: What a JSON number is read as where it is compared exactly (an integer or decimal sink).
+JSON_NUMBER = ValueType(Kind.DECIMAL, MAX_PRECISION, JSON_NUMBER_SCALE)
+
+
+def kind_of(spark_type: str) -> ValueType:
+    """The value type of a Spark SQL type name (``bigint``, ``decimal(12,2)``, ...); any
+    other type (a struct, an array, a map) is compared as text."""
+    name = spark_type.strip().lower()
+    if name in _INTEGERS:
+        return INTEGER
+    if m := _DECIMAL.fullmatch(name):
+        return ValueType(Kind.DECIMAL, int(m.group(1)), int(m.group(2)))
+    return ValueType(_BY_NAME.get(name, Kind.TEXT))
+
+
+_NUMBERS = frozenset({Kind.INTEGER, Kind.DECIMAL, Kind.FLOAT})
+_TIMES = frozenset({Kind.DATE, Kind.TIMESTAMP, Kind.LOCAL_TIMESTAMP})
+
+
+def compared_as(topic: ValueType, sink: ValueType) -> ValueType:
+    """The type both sides are compared as: the one that loses nothing of either.
+
+    - integer with integer: integer (exact to 64 bits);
+    - integer or decimal with decimal: a decimal at the larger scale, wide enough for the
+      larger integer part (an integer counts 19 digits), at most 38 digits;
+    - float with decimal: floats, the float side rounded to the decimal's scale (what the
+      decimal side can hold; a decimal of up to 15 significant digits is one double);
+    - float with float or integer: float (IEEE doubles);
+    - a time with a time: the timestamp if either is one, else the date; with another kind
+      a timestamp all the same (text converted where it reads as one);
+    - the same kind otherwise: that kind; else text.
+    """
+    a, b = topic.kind, sink.kind
+    if a in _NUMBERS and b in _NUMBERS:
+        if a is b is Kind.INTEGER:
+            return INTEGER
+        if Kind.DECIMAL not in (a, b):
+            return FLOAT
+        decimals = [t for t in (topic, sink) if t.kind is Kind.DECIMAL]
+        if Kind.FLOAT in (a, b):
+            return ValueType(Kind.FLOAT, round_to=decimals[0].scale)
+        scale = max(t.scale for t in decimals)
+        integer_digits = max(LONG_DIGITS if t.kind is Kind.INTEGER
+                             else t.precision - t.scale for t in (topic, sink))
+        if integer_digits + scale > MAX_PRECISION:
+            raise TooWide(f"{topic} and {sink} compared exactly need {integer_digits} "
+                          f"integer digits and {scale} decimal places, more than the "
+                          f"{MAX_PRECISION} digits Spark holds")
+        return ValueType(Kind.DECIMAL, integer_digits + scale, scale)
+    if a in _TIMES and b in _TIMES:
+        if a is b:
+            return topic
+        return ValueType(Kind.TIMESTAMP if Kind.TIMESTAMP in (a, b) else
+                         Kind.LOCAL_TIMESTAMP)
+    if Kind.TIMESTAMP in (a, b):
+        return ValueType(Kind.TIMESTAMP)  # as before the type model: text read as a time
+    if a is b:
+        return topic
+    return TEXT
+
+
+def json_number_type(target: ValueType) -> ValueType:
+    """What a JSON number is read as for a field compared with ``target``: a float sink's
+    as a double (IEEE, as the sink holds it), every other number's exactly, as a 38-digit
+    decimal (its digits, never through a double) with at least 20 integer digits (any
+    64-bit integer), the target's too, and as many decimal places as are left, at least
+    the target's."""
+    if target.kind is Kind.FLOAT:
+        return FLOAT
+    if target.kind is not Kind.DECIMAL:
+        return JSON_NUMBER
+    integer_digits = max(MAX_PRECISION - JSON_NUMBER_SCALE, target.precision - target.scale)
+    return ValueType(Kind.DECIMAL, MAX_PRECISION,
+                     max(target.scale, MAX_PRECISION - integer_digits))
