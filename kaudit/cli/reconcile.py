@@ -101,7 +101,10 @@ def reconcile(
                              "[default: the writer schema with the highest id].")] = None,
     schema: Annotated[str | None, typer.Option(
         metavar="DDL", help="Types of the key and compared JSON fields, e.g. 'id BIGINT, "
-                            "amount DOUBLE' [default: the sink columns' types].")] = None,
+                            "amount DOUBLE' [default: the sink columns' types]. A word after a "
+                            "type says how the value is written: TIMESTAMP SECONDS|MILLIS|"
+                            "MICROS (since the epoch), DATE DAYS, DECIMAL(p,s) BASE64 "
+                            "(Kafka Connect's Decimal).")] = None,
     envelope: Annotated[Envelope, typer.Option(
         case_sensitive=False, help="debezium: each value is a Debezium change event (JSON, "
                                    "with or without schema/payload); implies --mode upsert. "

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import AvroSchemas, record_fields
 from kaudit.reconcile.classes import FAILING, KAFKA_KEY
+from kaudit.reconcile.declared import parse_declaration
 from kaudit.reconcile.modes import ModeName
 from kaudit.reconcile.sinks import SinkSpec
 from kaudit.reconcile.source import OffsetRange
@@ -54,6 +55,8 @@ class ReconcileRequest:
         twice = sorted({c for c in self.compare if self.compare.count(c) > 1})
         if twice:
             raise InputError(f"--compare names {', '.join(twice)} more than once")
+        if self.schema is not None:
+            parse_declaration(self.schema)
         if self.csv and not self.output_dir:
             raise InputError("--csv writes the discrepancy set as CSV beside its Parquet: "
                              "add --output-dir DIR")

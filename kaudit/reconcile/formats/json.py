@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from kaudit.errors import InputError
 from kaudit.reconcile.classes import KEY_PROBLEM, UNDECODABLE
+from kaudit.reconcile.declared import Encoding, parse_declaration
+from kaudit.reconcile.encodings import decoded
 from kaudit.reconcile.envelope import (
     ENVELOPE_PROBLEM,
     check_events,
@@ -64,7 +66,7 @@ def _field_types(request: ReconcileRequest, sink: Any) -> dict[str, Any]:
     from pyspark.sql.types import StringType
 
     fields = request.value_fields()
-    declared = _schema_types(request.schema) if request.schema else {}
+    declared = _schema_types(parse_declaration(request.schema).ddl) if request.schema else {}
     sink_types = {f.name: f.dataType for f in sink.schema.fields}
     types = {}
     for name in fields:
@@ -155,14 +157,16 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     # same values (the value is not a JSON object, or a number field holds something
     # else, which marks the record corrupt), the text decoder reads that record, lazily:
     # only those records pay for it, and every record gets the text decoder's values.
-    numbers, longs = _fast_types(fields, key_names, targets)
+    encodings = parse_declaration(request.schema).encodings if request.schema else {}
+    numbers, longs = _fast_types([f for f in fields if f not in encodings], key_names, targets)
     frame = _parse_json(raw, text, fields, numbers, longs)
     slow = F.col("v").isNull() | F.col(f"v.{_CORRUPT}").isNotNull()
     fast = {name: _field_column(name) for name in fields}
     texts = {name: _field_column(name, "vt") for name in fields}
-    values = {name: F.when(slow, _convert(texts[name], targets[name])).otherwise(
-        fast[name] if name in numbers else _convert(fast[name], targets[name]))
-        for name in fields}
+    values = {name: F.when(slow, _convert(texts[name], targets[name], encodings.get(name)))
+              .otherwise(fast[name] if name in numbers
+                         else _convert(fast[name], targets[name], encodings.get(name)))
+              for name in fields}
     reason = _undecodable_reason(fields, slow, fast, texts, values, frozenset(numbers) | longs)
     if problem is not None:  # never a tombstone: a delete names its op
         reason = F.coalesce(problem, reason)
@@ -289,9 +293,10 @@ def _text_schema(fields: list[str], numbers: dict[str, Any] | None = None,
     return StructType([*schema.fields, StructField(_CORRUPT, StringType())])
 
 
-def _convert(text: Any, target: Any) -> Any:
-    """A field's text as the type it is compared as: null only where the text was null
-    or does not convert (which decode_topic reports as undecodable)."""
+def _convert(text: Any, target: Any, encoding: Encoding | None = None) -> Any:
+    """A field's text as the type it is compared as, read as ``--schema`` says it is
+    written (:func:`kaudit.reconcile.encodings.decoded`): null only where the text was
+    null or does not convert (which decode_topic reports as undecodable)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import (
         BooleanType,
@@ -301,6 +306,8 @@ def _convert(text: Any, target: Any) -> Any:
         TimestampType,
     )
 
+    if encoding is not None:
+        return decoded(text, target, encoding)
     if isinstance(target, NumericType):
         # Exactly, or as a double for a float column: 10, 10.0 and 1e1 all read alike.
         return text.try_cast(_number_type(target))

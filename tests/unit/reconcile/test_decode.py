@@ -131,6 +131,45 @@ def test_decimals_are_compared_at_their_scale(spark: SparkSession) -> None:
         ("2", "12.5", "12.51"), ("6", "12.505", "12.51")]
 
 
+def connect_decimal(unscaled: int) -> str:
+    """Connect's Decimal as its JSON converter writes it: base64 of the big-endian
+    two's-complement bytes of the unscaled value."""
+    import base64
+
+    size = max(1, (unscaled.bit_length() + 8) // 8)
+    return base64.b64encode(unscaled.to_bytes(size, "big", signed=True)).decode()
+
+
+def test_declared_encodings_read_epoch_numbers_and_connect_decimals_exactly(
+        spark: SparkSession) -> None:
+    from datetime import date, timedelta
+    from decimal import Decimal
+
+    micros = 1764316800046993  # 2025-11-28T08:00:00.046993Z
+    at = datetime(1970, 1, 1) + timedelta(microseconds=micros)
+    day = 20420
+    on = date(1970, 1, 1) + timedelta(days=day)
+    unscaled = [1250, -1250, 0, 999999999999, -999999999999, 127, 128, -128, -129, 1250]
+    values = [{"id": i, "ts": micros, "ms": micros // 1000, "day": day,
+               "amount": connect_decimal(u)} for i, u in enumerate(unscaled)]
+    sink = [(i, at, at.replace(microsecond=at.microsecond // 1000 * 1000), on,
+             Decimal(u).scaleb(-2)) for i, u in enumerate(unscaled)]
+    # Sessions run in UTC: the sink's naive datetimes are UTC wall clocks. One step off in
+    # each: 1 us, 1 ms, a day, 0.01.
+    sink[1] = (*sink[1][:1], at + timedelta(microseconds=1), *sink[1][2:])
+    sink[2] = (*sink[2][:2], sink[2][2] + timedelta(milliseconds=1), *sink[2][3:])
+    sink[3] = (*sink[3][:3], on + timedelta(days=1), sink[3][4])
+    sink[9] = (*sink[9][:4], Decimal("12.51"))
+    result = reconcile(spark, values, sink,
+                       "id long, ts timestamp, ms timestamp, day date, amount decimal(12,2)",
+                       mode="upsert", compare=("ts", "ms", "day", "amount"),
+                       schema="id BIGINT, ts TIMESTAMP MICROS, ms TIMESTAMP MILLIS, "
+                              "day DATE DAYS, amount DECIMAL(12,2) BASE64")
+    assert result.counts() == counts(mismatched=4)
+    assert sorted((r[1], r[6]) for r in rows(result)) == [
+        ("1", "ts"), ("2", "ms"), ("3", "day"), ("9", "amount")]
+
+
 def test_integer_keys_read_alike_by_both_decoders(spark: SparkSession) -> None:
     # A key the sink holds as an integer is parsed to BIGINT by the fast decoder; a record
     # it cannot read (a quoted key or amount, a key beyond BIGINT) goes to the text

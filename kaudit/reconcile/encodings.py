@@ -1,0 +1,59 @@
+"""Spark columns that read a JSON field written as ``--schema`` says (an epoch number, a
+Connect decimal's base64 bytes) as the type it is compared as; exactly: never through a
+double, null only where the text does not read (reported undecodable)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kaudit.reconcile.declared import Encoding
+
+
+def decoded(text: Any, target: Any, encoding: Encoding) -> Any:
+    """``text`` (a field's JSON text) read as ``encoding`` into ``target``."""
+    from pyspark.sql import functions as F
+
+    if encoding is Encoding.SECONDS:
+        return F.timestamp_seconds(text.try_cast("decimal(38,9)")).cast(target)
+    if encoding is Encoding.MILLIS:
+        return F.timestamp_millis(text.try_cast("bigint")).cast(target)
+    if encoding is Encoding.MICROS:
+        return F.timestamp_micros(text.try_cast("bigint")).cast(target)
+    if encoding is Encoding.DAYS:
+        return F.date_from_unix_date(text.try_cast("int"))
+    return decimal_from_base64(text, target)
+
+
+def decimal_from_base64(text: Any, target: Any) -> Any:
+    """Connect's Decimal: the base64 of the unscaled value's big-endian two's-complement
+    bytes, at ``target``'s scale. Built as the decimal's text (sign, digits, point), so no
+    arithmetic rounds it; a value too wide for ``target`` is null."""
+    from pyspark.sql import functions as F
+
+    raw = F.try_to_binary(text, F.lit("base64"))
+    size = F.length(raw)
+
+    def byte(i: Any) -> Any:
+        return F.conv(F.hex(F.substring(raw, i, F.lit(1))), 16, 10).cast("int")
+
+    def folded(value: Any) -> Any:
+        """The bytes (each through ``value``) as one unsigned big-endian number."""
+        return F.aggregate(F.sequence(F.lit(1), size), F.lit(0).cast("decimal(38,0)"),
+                           lambda acc, i: (acc * 256 + value(byte(i))).cast("decimal(38,0)"))
+
+    # A negative value's magnitude is its bytes inverted, plus one: 256^16 itself would not
+    # fit in 38 digits.
+    negative = byte(F.lit(1)) >= 128
+    magnitude = F.when(size == 0, F.lit(0).cast("decimal(38,0)")).when(
+        negative, folded(lambda b: 255 - b) + 1).otherwise(folded(lambda b: b))
+    digits = magnitude.cast("string")
+    sign = F.when(negative & (size > 0), F.lit("-")).otherwise(F.lit(""))
+    scale = target.scale
+    if scale == 0:
+        return F.when(raw.isNotNull(), F.concat(sign, digits).try_cast(target))
+    padded = F.when(F.length(digits) > scale, digits).otherwise(
+        F.lpad(digits, scale + 1, "0"))
+    whole = F.length(padded) - scale
+    as_text = F.concat(sign, F.substring(padded, F.lit(1), whole), F.lit("."),
+                       F.substring(padded, whole + 1, F.lit(scale)))
+    return F.when(raw.isNotNull(), as_text.try_cast(target))

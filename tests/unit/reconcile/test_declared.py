@@ -1,0 +1,52 @@
+"""``--schema``'s grammar: Spark DDL with an encoding word after a type, checked in Python
+so that a bad declaration is exit 2 before Spark starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from kaudit.errors import InputError
+from kaudit.reconcile.declared import Encoding, parse_declaration
+from kaudit.reconcile.request import ReconcileRequest
+
+
+def test_encoding_words_are_taken_off_the_ddl_spark_reads() -> None:
+    d = parse_declaration("id BIGINT, created_at TIMESTAMP micros, day DATE DAYS, "
+                          "amount DECIMAL(12, 2) BASE64, t timestamp_ntz MILLIS, "
+                          "s TIMESTAMP SECONDS, note STRING")
+    assert d.ddl == ("id BIGINT, created_at TIMESTAMP, day DATE, amount DECIMAL(12, 2), "
+                     "t timestamp_ntz, s TIMESTAMP, note STRING")
+    assert d.encodings == {"created_at": Encoding.MICROS, "day": Encoding.DAYS,
+                           "amount": Encoding.BASE64, "t": Encoding.MILLIS,
+                           "s": Encoding.SECONDS}
+
+
+def test_nested_types_and_quoted_names_keep_their_commas() -> None:
+    d = parse_declaration("customer STRUCT<id: BIGINT, name: STRING>, `odd, name` MAP<STRING,"
+                          " INT>, xs ARRAY<DECIMAL(5,1)>")
+    assert d.ddl == ("customer STRUCT<id: BIGINT, name: STRING>, `odd, name` MAP<STRING, INT>, "
+                     "xs ARRAY<DECIMAL(5,1)>")
+    assert d.encodings == {}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "give 'name TYPE, ...'"),
+    ("id", "item 1 'id' is not 'name TYPE'"),
+    ("id BIGINT, amount DECMAL(12,2)", "amount: unknown type 'DECMAL(12,2)'"),
+    ("amount DOUBLE BASE64", "amount: BASE64 applies to DEC or DECIMAL or NUMERIC, not DOUBLE"),
+    ("day DATE MICROS", "day: MICROS applies to TIMESTAMP or TIMESTAMP_LTZ or TIMESTAMP_NTZ"),
+    ("n BIGINT DAYS", "n: DAYS applies to DATE, not BIGINT"),
+    ("id BIGINT, id STRING", "id is declared twice"),
+])
+def test_a_bad_declaration_is_one_line(text: str, message: str) -> None:
+    with pytest.raises(InputError) as info:
+        parse_declaration(text)
+    line = str(info.value)
+    assert line.startswith("--schema: ") and message in line and "\n" not in line
+
+
+def test_the_request_checks_it_before_anything_is_read() -> None:
+    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",
+                               compare=("amount",), schema="id BIGINT, amount NUMBR")
+    with pytest.raises(InputError, match="amount: unknown type 'NUMBR'"):
+        request.check()
