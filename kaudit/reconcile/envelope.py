@@ -103,11 +103,14 @@ def check_events(topic: str, samples: Iterable[bytes | str | None]) -> list[str]
     return rows
 
 
+_NOT_JSON = "_kaudit_not_json"
+
+
 def debezium_texts(raw: Any) -> Any:
     """``raw`` as the JSON decoder reads it: ``_tombstone`` (a delete or a tombstone),
     ``_text`` (the row the event leaves, or a delete's ``before`` for its key),
-    ``_value`` (the value's text) and :data:`ENVELOPE_PROBLEM` (null, or ``op`` where the
-    value is not a change event)."""
+    ``_value`` (the value's text) and :data:`ENVELOPE_PROBLEM` (null; ``""`` where the
+    value is not a JSON object; ``op`` where it is one but no change event)."""
     from pyspark.sql import functions as F
 
     # Read as text fields, an object is handed over as its JSON text: one parse of the
@@ -116,7 +119,9 @@ def debezium_texts(raw: Any) -> Any:
     frame = raw.select("partition", "offset", "timestamp", "key", KEY_PROBLEM,
                        F.col("value").isNull().alias("_tombstone"),
                        F.col("value").cast("string").alias("_value"))
-    outer = F.from_json(F.col("_value"), f"schema string, payload string, {event_ddl}")
+    outer = F.from_json(F.col("_value"), f"schema string, payload string, {event_ddl}, "
+                        f"{_NOT_JSON} string",
+                        {"columnNameOfCorruptRecord": _NOT_JSON, "mode": "PERMISSIVE"})
     frame = frame.select("*", outer.alias("_outer"))
     wrapped = F.col("_outer.schema").isNotNull() & F.col("_outer.payload").isNotNull()
     event = F.when(wrapped, F.from_json(F.col("_outer.payload"), event_ddl)).otherwise(
@@ -124,7 +129,11 @@ def debezium_texts(raw: Any) -> Any:
     frame = frame.select("*", event.alias("_event"))
     op, deleted = F.col("_event.op"), F.col("_event.op") == F.lit("d")
     row = F.when(deleted, F.col("_event.before")).otherwise(F.col("_event.after"))
-    problem = F.when(~F.col("_tombstone") & (op.isNull() | ~op.isin(*OPS)), F.lit("op"))
+    # A value that is no JSON object is undecodable as a whole (""), as a bare JSON value
+    # is; "op" is for a JSON event without a valid op.
+    problem = F.when(F.col("_tombstone"), F.lit(None).cast("string")).when(
+        F.col("_outer").isNull() | F.col(f"_outer.{_NOT_JSON}").isNotNull(), F.lit("")).when(
+        op.isNull() | ~op.isin(*OPS), F.lit("op"))
     return frame.select(
         "partition", "offset", "timestamp", "key", KEY_PROBLEM,
         (F.col("_tombstone") | F.coalesce(deleted, F.lit(False))).alias("_tombstone"),

@@ -36,9 +36,10 @@ def raw(spark: SparkSession, values: list[Any]) -> DataFrame:
 
 def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any, ...]],
               sink_ddl: str, mode: str = "append", key: str = "id",
-              compare: tuple[str, ...] = ("amount",), schema: str | None = None) -> Any:
-    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key=key,
-                               compare=compare, mode=mode, schema=schema)  # type: ignore[arg-type]
+              compare: tuple[str, ...] = ("amount",), schema: str | None = None,
+              envelope: str = "none") -> Any:
+    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key=key,  # type: ignore[arg-type]
+                               compare=compare, mode=mode, schema=schema, envelope=envelope)
     sink = spark.createDataFrame(sink_rows, sink_ddl)
     topic = decode_topic(raw(spark, values), request, read_types(request, sink))
     sink = shape_sink(sink, request)
@@ -200,6 +201,18 @@ def test_values_that_are_not_json_are_undecodable_not_missing(spark: SparkSessio
             (None, 1003, None, '[{"id": 1}]'), (None, 1004, None, '{"id": 5, "amount":'),
         ], mode
         assert result.topic_records() == 1005
+
+
+def test_a_debezium_value_that_is_not_json_is_undecodable_as_a_whole(
+        spark: SparkSession) -> None:
+    values: list[Any] = [{"op": "c", "before": None, "after": {"id": i, "amount": i}}
+                         for i in range(3)]
+    values += ["not json", "42", '{"id": 9, "amount": 9}']  # the last: JSON, but no op
+    sink = [(i, float(i)) for i in range(3)]
+    result = reconcile(spark, values, sink, "id long, amount double", mode="upsert",
+                       envelope="debezium")
+    assert result.counts() == counts(undecodable=3)
+    assert [(r[3], r[6]) for r in rows(result)] == [(3, None), (4, None), (5, "op")]
 
 
 def test_a_key_that_does_not_convert_is_an_undecodable_record_of_its_own(
