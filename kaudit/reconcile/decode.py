@@ -26,8 +26,9 @@ def decode_topic(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     null: JSON values are taken as text and converted. A record whose value is not a JSON
     object, or whose field does not convert, has :data:`UNDECODABLE` set (the field's name,
     "" for the whole value) and its raw text in :data:`RAW_VALUE`; when its key cannot be
-    read its key is null. An Avro message key is decoded first: one that does not decode
-    makes its record undecodable (field ``@key``).
+    read its key is null (a key that is the message key alone is always read). An Avro
+    message key is decoded first: one that does not decode makes its record undecodable
+    (field ``@key``).
     """
     raw = decode_key(raw, request)
     return _topic_columns(value_format(request.value_format).decode(raw, request, targets),
@@ -45,8 +46,11 @@ def _topic_columns(decoded: Decoded, request: ReconcileRequest) -> Any:
     by_message_key = decoded.tombstone if decoded.by_message_key is None \
         else decoded.by_message_key
     key_problem = F.col(KEY_PROBLEM)
+    # A value that did not decode loses the key only where the key is read from it: a key
+    # that is the message key alone still names the record (the latest for its key).
+    value_unread = decoded.key_unread if request.value_key_fields() else F.lit(False)
     key = (F.when(by_message_key, F.col("key").cast("string"))
-           .when(decoded.key_unread | key_problem.isNotNull(), F.lit(None).cast("string"))
+           .when(value_unread | key_problem.isNotNull(), F.lit(None).cast("string"))
            .otherwise(key))
     columns = [F.col("partition"), F.col("offset"), F.col("timestamp"),
                decoded.tombstone.alias("tombstone"), key.alias("key")]

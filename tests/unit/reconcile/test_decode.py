@@ -215,6 +215,24 @@ def test_a_debezium_value_that_is_not_json_is_undecodable_as_a_whole(
     assert [(r[3], r[6]) for r in rows(result)] == [(3, None), (4, None), (5, "op")]
 
 
+def test_an_undecodable_record_keeps_its_message_key(spark: SparkSession) -> None:
+    # Key "a": a valid record, then a poison one, its latest. By message key, the poison
+    # record stands as "a"'s latest state: "a"'s row is not compared with the older one
+    # (which the sink no longer matches) but reported undecodable with its key.
+    data = [(0, 0, T0, b"a", b'{"amount": 1}'), (0, 1, T0, b"a", b"not json"),
+            (0, 2, T0, b"b", b'{"amount": 2}')]
+    frame = spark.createDataFrame(data, "partition int, offset long, timestamp timestamp, "
+                                        "key binary, value binary")
+    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="@key",
+                               compare=("amount",), mode="upsert")
+    sink = spark.createDataFrame([("a", 5.0), ("b", 2.0)], "key string, amount double")
+    topic = decode_topic(frame, request, read_types(request, sink))
+    topic, sink, _ = hashed(topic, shape_sink(sink, request), ["amount"])
+    result = run(topic, sink, "upsert", ["amount"])
+    assert result.counts() == counts(undecodable=1)
+    assert [(r[0], r[1], r[3]) for r in rows(result)] == [("undecodable", "a", 1)]
+
+
 def test_a_key_that_does_not_convert_is_an_undecodable_record_of_its_own(
         spark: SparkSession) -> None:
     values = [{"id": 1, "amount": 1}, {"id": "one", "amount": 1}, {"id": "one", "amount": 2}]
