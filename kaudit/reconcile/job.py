@@ -17,6 +17,7 @@ from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic
+from kaudit.reconcile.difference import add_differences
 from kaudit.reconcile.formats import value_format
 from kaudit.reconcile.formats.base import joined_key
 from kaudit.reconcile.kinds import TooWide, compared_as, kind_of
@@ -225,6 +226,7 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     sink_rows = comparison.sink_rows()
     output_files = _write_discrepancies(comparison.discrepancies, request)
     samples = comparison.samples(request.samples)
+    add_differences(samples)  # two texts that print alike: where they differ
     if request.envelope == "debezium":
         add_events(conn, request, samples, spark)
     result = ReconcileResult(

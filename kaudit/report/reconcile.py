@@ -69,7 +69,10 @@ def reconcile_table(result: ReconcileResult) -> str:
                   row.get("column") or "", row.get("topic_value") or "",
                   row.get("sink_value") or "") for row in rows]
         lines += [f"{cls}:", tabulate(shown, headers=["key", "partition", "offset", "column",
-                                                      "topic value", "sink value"]), ""]
+                                                      "topic value", "sink value"])]
+        lines += [f"  key {row.get('key')}, {row.get('column')}: the values look alike and "
+                  f"differ at {row['difference']}" for row in rows if row.get("difference")]
+        lines.append("")
     for path in rec["output_files"]:
         lines.append(f"full discrepancy set: {path}")
     lines.append(f"verdict: {rec['verdict']}")

@@ -1,0 +1,45 @@
+"""The reconcile report says what each column was compared as, and where two texts that
+look alike differ."""
+
+from __future__ import annotations
+
+import json
+
+from kaudit.reconcile.request import FieldTypes, ReconcileRequest, ReconcileResult
+from kaudit.reconcile.sinks import SinkSpec
+from kaudit.reconcile.source import OffsetRange
+from kaudit.report.base import render
+from kaudit.report.reconcile import RECONCILE
+
+
+def result() -> ReconcileResult:
+    return ReconcileResult(
+        request=ReconcileRequest(topic="orders", sink_uri="parquet:/lake/orders", key="id",
+                                 compare=("amount", "street")),
+        sink=SinkSpec("parquet", "/lake/orders"), ranges=[OffsetRange(0, 0, 10, 0, 0)],
+        topic_records=10, sink_rows=10, counts={"mismatched": 1}, by_partition={},
+        samples={"mismatched": [{
+            "key": "7", "partition": 0, "offset": 7, "column": "street",
+            "topic_value": "Main\u00a0St", "sink_value": "Main St",
+            "difference": "character 5: topic U+00A0 NO-BREAK SPACE, sink U+0020 SPACE"}]},
+        output_files=[], seconds=1.0,
+        fields=[FieldTypes("amount", "decimal(38,18)", "decimal(12,2)", "decimal(38,18)"),
+                FieldTypes("street", "string", "string", "text")])
+
+
+def test_json_lists_each_columns_types_and_the_samples_difference() -> None:
+    doc = json.loads(render(RECONCILE, result(), "json"))
+    assert doc["fields"] == [
+        {"column": "amount", "topic_type": "decimal(38,18)", "sink_type": "decimal(12,2)",
+         "compared_as": "decimal(38,18)"},
+        {"column": "street", "topic_type": "string", "sink_type": "string",
+         "compared_as": "text"}]
+    assert doc["samples"]["mismatched"][0]["difference"].startswith("character 5: ")
+
+
+def test_the_table_has_a_line_per_column_and_one_per_look_alike() -> None:
+    text = render(RECONCILE, result(), "table")
+    assert "amount: topic decimal(38,18), sink decimal(12,2), compared as decimal(38,18)" \
+        in text
+    assert ("key 7, street: the values look alike and differ at character 5: topic U+00A0 "
+            "NO-BREAK SPACE, sink U+0020 SPACE") in text
