@@ -61,6 +61,8 @@ class Declaration:
     """The Spark DDL, without the encoding words."""
     encodings: dict[str, Encoding] = field(default_factory=dict)
     """Field -> how its value is written, for the fields that say."""
+    names: tuple[str, ...] = ()
+    """The top-level fields declared, in order."""
 
 
 def parse_declaration(text: str) -> Declaration:
@@ -69,7 +71,7 @@ def parse_declaration(text: str) -> Declaration:
     items = _split_top_level(text)
     if not any(item.strip() for item in items):
         raise InputError("--schema: give 'name TYPE, ...', e.g. 'id BIGINT, amount DOUBLE'")
-    kept, encodings, seen = [], {}, set()
+    kept, encodings, seen, seen_order = [], {}, set(), []
     for n, item in enumerate(items, 1):
         m = _NAME.fullmatch(item)
         if m is None or not m.group(2).strip():
@@ -95,8 +97,9 @@ def parse_declaration(text: str) -> Declaration:
         if name in seen:
             raise InputError(f"--schema: {name} is declared twice")
         seen.add(name)
+        seen_order.append(name)
         kept.append(f"{m.group(1)} {type_text}")
-    return Declaration(ddl=", ".join(kept), encodings=encodings)
+    return Declaration(ddl=", ".join(kept), encodings=encodings, names=tuple(seen_order))
 
 
 def _split_top_level(text: str) -> list[str]:

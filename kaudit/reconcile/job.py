@@ -163,10 +163,10 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
                                   avro=request.avro is not None
                                   or request.key_avro is not None)
         # The driver JVM starts while the field check reads the topic's ends.
-        _, spark = begin_session(request.master, jars).wait_after(
+        request, spark = begin_session(request.master, jars).wait_after(
             lambda: value.check_sampled_fields(conn, request, ranges))
     else:
-        value.check_sampled_fields(conn, request, ranges)
+        request = value.check_sampled_fields(conn, request, ranges)
     try:
         sink_spec = pin_sink(spark, sink_spec)
         return _compare_and_report(conn, request, spark, sink_spec, ranges, started)

@@ -24,6 +24,10 @@ class ReconcileRequest:
     value_format: str = "json"
     """A name in :data:`kaudit.reconcile.formats.VALUE_FORMATS`."""
     schema: str | None = None
+    value_types: str | None = None
+    """What the values' own schema says of some fields' types (Connect's and Debezium's
+    semantic types, in ``--schema``'s grammar): filled by the field check from the sampled
+    values, never by the user; ``--schema``'s fields win."""
     envelope: Literal["none", "debezium", "connect"] = "none"
     """``debezium``: each value is a change event; the row is its ``after``. ``connect``:
     the record is the ``payload`` of Kafka Connect's JSON converter wrapper."""

@@ -69,10 +69,12 @@ class ValueFormat(ABC):
         return None
 
     def check_sampled_fields(self, conn: ConnectionSettings, request: ReconcileRequest,
-                             ranges: list[OffsetRange]) -> None:
+                             ranges: list[OffsetRange]) -> ReconcileRequest:
         """Exit 2 for a key or compared field no sampled value has, before Spark reads the
-        topic (only a format whose fields are found in the values themselves checks)."""
-        return None
+        topic (only a format whose fields are found in the values themselves checks); the
+        request, with the types the sampled values' own schema gives
+        (:attr:`ReconcileRequest.value_types`) where the format reads one."""
+        return request
 
     def field_types(self, request: ReconcileRequest, sink: Any) -> dict[str, Any]:
         """The Spark type each key and compared field is read as (``targets`` of

@@ -26,6 +26,7 @@ from kaudit.reconcile.envelope import (
 from kaudit.reconcile.formats.base import Decoded, ValueFormat
 from kaudit.reconcile.infer import field_paths, not_objects
 from kaudit.reconcile.kinds import Kind, json_number_type, kind_of
+from kaudit.reconcile.semantic import semantic_fields
 
 if TYPE_CHECKING:
     from kaudit.connection.settings import ConnectionSettings
@@ -47,8 +48,8 @@ class JsonFormat(ValueFormat):
     envelopes = frozenset({"none", "debezium", "connect"})
 
     def check_sampled_fields(self, conn: ConnectionSettings, request: ReconcileRequest,
-                             ranges: list[OffsetRange]) -> None:
-        _check_fields_exist(conn, request, ranges)
+                             ranges: list[OffsetRange]) -> ReconcileRequest:
+        return _check_fields_exist(conn, request, ranges)
 
     def field_types(self, request: ReconcileRequest, sink: Any) -> dict[str, Any]:
         return _field_types(request, sink)
@@ -67,15 +68,56 @@ def _field_types(request: ReconcileRequest, sink: Any) -> dict[str, Any]:
 
     fields = request.value_fields()
     declared = _schema_types(parse_declaration(request.schema).ddl) if request.schema else {}
+    by_value = _schema_types(parse_declaration(request.value_types).ddl) \
+        if request.value_types else {}
     sink_types = {f.name: f.dataType for f in sink.schema.fields}
     types = {}
     for name in fields:
         if request.schema and name not in declared:
             raise InputError(f"--schema has no field {name!r} "
                              f"(fields: {', '.join(sorted(declared)) or 'none'})")
-        types[name] = declared.get(name, sink_types.get(request.sink_column(name),
-                                                         StringType()))
+        types[name] = declared.get(name, by_value.get(name, sink_types.get(
+            request.sink_column(name), StringType())))
     return types
+
+
+def _encodings(request: ReconcileRequest) -> dict[str, Encoding]:
+    """How each field that is not written as its type's own text is: as ``--schema`` says,
+    else as the values' own schema does."""
+    by_value = parse_declaration(request.value_types).encodings if request.value_types else {}
+    if not request.schema:
+        return by_value
+    declared = parse_declaration(request.schema)
+    return {n: e for n, e in by_value.items() if n not in declared.names} | declared.encodings
+
+
+def with_value_types(request: ReconcileRequest, texts: list[str] | list[bytes]
+                     ) -> ReconcileRequest:
+    """``request`` with what the first sampled value in Connect's ``{"schema", "payload"}``
+    wrapper says of the wanted fields' types (:mod:`kaudit.reconcile.semantic`), for the
+    fields ``--schema`` leaves out."""
+    import json as jsonlib
+    from dataclasses import replace
+
+    if request.envelope == "none":
+        return request  # a wrapped value is read with --envelope connect or debezium
+    schema = None
+    for text in texts:
+        try:
+            doc = jsonlib.loads(text)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("schema"), dict) and "payload" in doc:
+            schema = doc["schema"]
+            break
+    if schema is None:
+        return request
+    declared = parse_declaration(request.schema).names if request.schema else ()
+    wanted = [n for n in request.value_fields() if n not in declared]
+    found = semantic_fields(schema, request.envelope)
+    items = [f"`{n}` {found[n].ddl} {found[n].encoding or ''}".rstrip()
+             for n in wanted if n in found]
+    return replace(request, value_types=", ".join(items)) if items else request
 
 
 def _schema_types(ddl: str) -> dict[str, Any]:
@@ -100,18 +142,23 @@ def _schema_types(ddl: str) -> dict[str, Any]:
 
 
 def _check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
-                       ranges: list[OffsetRange]) -> None:
+                       ranges: list[OffsetRange]) -> ReconcileRequest:
     """A key or compared field that no sampled value has is a usage error (a typo, a field
     that needs --map), found before Spark starts. The sample is the first and the last
-    records of each partition, so a field added to a topic later is still seen."""
+    records of each partition, so a field added to a topic later is still seen. Returns
+    the request with what the values' own schema says of their types
+    (:func:`with_value_types`)."""
     from kaudit.reconcile.source import sample_values  # not at the top: the CLI's start-up
 
     wanted = request.value_fields()
-    if request.schema or not wanted:
-        return
+    if not wanted or (request.schema and request.envelope == "none"):
+        return request
     texts = sample_values(conn, request.topic, ranges, SAMPLE_PER_END, request.read_committed)
     if not texts:
-        return  # an empty range, or a sample not read in time: nothing to judge
+        return request  # an empty range, or a sample not read in time: nothing to judge
+    request = with_value_types(request, texts)
+    if request.schema:
+        return request  # the declaration names the fields: nothing to look for
     # A Debezium topic's fields are those of the rows its events leave.
     rows: list[str] | list[bytes] = texts
     if request.envelope == "debezium":
@@ -128,6 +175,7 @@ def _check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
                 raise InputError(f"{sampled} (none of them is a JSON object: {hint})")
             raise InputError(f"{sampled} (fields: {', '.join(sorted(known)) or 'none'}); if "
                              "it appears elsewhere, name its type with --schema")
+    return request
 
 
 def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -> Decoded:
@@ -157,7 +205,7 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     # same values (the value is not a JSON object, or a number field holds something
     # else, which marks the record corrupt), the text decoder reads that record, lazily:
     # only those records pay for it, and every record gets the text decoder's values.
-    encodings = parse_declaration(request.schema).encodings if request.schema else {}
+    encodings = _encodings(request)
     numbers, longs = _fast_types([f for f in fields if f not in encodings], key_names, targets)
     frame = _parse_json(raw, text, fields, numbers, longs)
     slow = F.col("v").isNull() | F.col(f"v.{_CORRUPT}").isNotNull()

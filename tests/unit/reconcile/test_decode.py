@@ -37,9 +37,10 @@ def raw(spark: SparkSession, values: list[Any]) -> DataFrame:
 def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any, ...]],
               sink_ddl: str, mode: str = "append", key: str = "id",
               compare: tuple[str, ...] = ("amount",), schema: str | None = None,
-              envelope: str = "none") -> Any:
+              envelope: str = "none", value_types: str | None = None) -> Any:
     request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key=key,  # type: ignore[arg-type]
-                               compare=compare, mode=mode, schema=schema, envelope=envelope)
+                               compare=compare, mode=mode, schema=schema, envelope=envelope,
+                               value_types=value_types)
     sink = spark.createDataFrame(sink_rows, sink_ddl)
     topic = decode_topic(raw(spark, values), request, read_types(request, sink))
     sink = shape_sink(sink, request)
@@ -169,6 +170,27 @@ def test_declared_encodings_read_epoch_numbers_and_connect_decimals_exactly(
     assert result.counts() == counts(mismatched=4)
     assert sorted((r[1], r[6]) for r in rows(result)) == [
         ("1", "ts"), ("2", "ms"), ("3", "day"), ("9", "amount")]
+
+
+def test_types_the_values_own_schema_gives_are_read_so_unless_declared(
+        spark: SparkSession) -> None:
+    from decimal import Decimal
+
+    # Connect's wrapper, as its JSON converter writes it with schemas.enable=true; the
+    # field check found the payload's semantic types (value_types) in a sample.
+    def wrapped(i: int, unscaled: int) -> str:
+        return json.dumps({"schema": {"type": "struct"}, "payload": {
+            "id": i, "amount": connect_decimal(unscaled), "day": 20420}})
+
+    values = [wrapped(i, 1250 + i) for i in range(3)]
+    sink = [(i, Decimal(1250 + i).scaleb(-2), 20420) for i in range(3)]
+    sink[2] = (2, Decimal("99.99"), 20420)
+    result = reconcile(spark, values, sink, "id long, amount decimal(12,2), day int",
+                       mode="upsert", compare=("amount", "day"), envelope="connect",
+                       value_types="amount DECIMAL(12,2) BASE64")
+    assert result.counts() == counts(mismatched=1)
+    assert [(r[1], r[6], r[7], r[8]) for r in rows(result)] == [
+        ("2", "amount", "12.52", "99.99")]
 
 
 def test_integer_keys_read_alike_by_both_decoders(spark: SparkSession) -> None:

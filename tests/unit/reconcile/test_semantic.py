@@ -1,0 +1,79 @@
+"""Connect's and Debezium's semantic types, read from the schema beside each payload."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kaudit.reconcile.declared import Encoding, parse_declaration
+from kaudit.reconcile.formats.json import with_value_types
+from kaudit.reconcile.request import ReconcileRequest
+from kaudit.reconcile.semantic import SemanticType, semantic_fields, unread_fields
+
+
+def row_schema() -> list[dict[str, Any]]:
+    return [
+        {"field": "id", "type": "int64"},
+        {"field": "amount", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
+         "parameters": {"scale": "2", "connect.decimal.precision": "12"}},
+        {"field": "created_at", "type": "int64", "name": "io.debezium.time.MicroTimestamp"},
+        {"field": "paid_at", "type": "string", "name": "io.debezium.time.ZonedTimestamp"},
+        {"field": "day", "type": "int32", "name": "io.debezium.time.Date"},
+        {"field": "at_ms", "type": "int64", "name": "org.apache.kafka.connect.data.Timestamp"},
+        {"field": "doc", "type": "string", "name": "io.debezium.data.Json"},
+        {"field": "opens", "type": "int64", "name": "io.debezium.time.MicroTime"},
+        {"field": "ns", "type": "int64", "name": "io.debezium.time.NanoTimestamp"},
+        {"field": "where", "type": "struct", "fields": [
+            {"field": "on", "type": "int32", "name": "org.apache.kafka.connect.data.Date"}]},
+    ]
+
+
+def event_schema() -> dict[str, Any]:
+    row = {"type": "struct", "fields": row_schema()}
+    return {"type": "struct", "fields": [{"field": "before", **row}, {"field": "after", **row},
+                                         {"field": "op", "type": "string"}]}
+
+
+EXPECTED = {
+    "amount": SemanticType("DECIMAL(12,2)", Encoding.BASE64),
+    "created_at": SemanticType("TIMESTAMP", Encoding.MICROS),
+    "paid_at": SemanticType("TIMESTAMP"), "day": SemanticType("DATE", Encoding.DAYS),
+    "at_ms": SemanticType("TIMESTAMP", Encoding.MILLIS), "doc": SemanticType("STRING"),
+    "where.on": SemanticType("DATE", Encoding.DAYS),
+}
+
+
+def test_each_semantic_type_is_read_as_its_schema_names_it() -> None:
+    assert semantic_fields(event_schema(), "debezium") == EXPECTED
+    assert semantic_fields({"type": "struct", "fields": row_schema()}, "connect") == EXPECTED
+
+
+def test_types_spark_cannot_hold_are_left_to_the_sink_with_the_reason() -> None:
+    unread = unread_fields(event_schema(), "debezium")
+    assert unread == {"opens": "a time of day: Spark 4.0 has no TIME type",
+                      "ns": "nanoseconds since the epoch: Spark holds microseconds"}
+
+
+def request(**kwargs: Any) -> ReconcileRequest:
+    return ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",  # type: ignore[arg-type]
+                            compare=("amount", "created_at", "note", "where.on"),
+                            mode="upsert", **kwargs)
+
+
+def test_the_first_wrapped_sample_gives_the_wanted_fields_types_as_a_declaration() -> None:
+    wrapped = json.dumps({"schema": event_schema(), "payload": {"op": "c"}})
+    found = with_value_types(request(envelope="debezium"), ["not json", wrapped])
+    assert found.value_types is not None
+    declared = parse_declaration(found.value_types)
+    assert declared.names == ("amount", "created_at", "where.on")
+    assert declared.encodings == {"amount": Encoding.BASE64, "created_at": Encoding.MICROS,
+                                  "where.on": Encoding.DAYS}
+
+
+def test_schema_declarations_win_and_bare_values_say_nothing() -> None:
+    wrapped = json.dumps({"schema": event_schema(), "payload": {"op": "c"}})
+    mine = request(envelope="debezium", schema="id BIGINT, amount DOUBLE, created_at STRING, "
+                                               "note STRING, `where.on` DATE")
+    assert with_value_types(mine, [wrapped]).value_types is None
+    assert with_value_types(request(envelope="debezium"), ['{"op": "c"}']).value_types is None
+    assert with_value_types(request(), [wrapped]).value_types is None  # --envelope none
