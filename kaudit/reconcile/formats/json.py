@@ -151,8 +151,9 @@ def _check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
     from kaudit.reconcile.source import sample_values  # not at the top: the CLI's start-up
 
     wanted = request.value_fields()
-    if not wanted or (request.schema and request.envelope == "none"):
-        return request
+    declared = parse_declaration(request.schema).names if request.schema else ()
+    if not set(wanted) - set(declared) or (request.schema and request.envelope == "none"):
+        return request  # nothing to look for, nor any type to learn
     texts = sample_values(conn, request.topic, ranges, SAMPLE_PER_END, request.read_committed)
     if not texts:
         return request  # an empty range, or a sample not read in time: nothing to judge
