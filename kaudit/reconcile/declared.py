@@ -73,6 +73,8 @@ def parse_declaration(text: str) -> Declaration:
         raise InputError("--schema: give 'name TYPE, ...', e.g. 'id BIGINT, amount DOUBLE'")
     kept, encodings, seen, seen_order = [], {}, set(), []
     for n, item in enumerate(items, 1):
+        if not item.strip():
+            raise InputError(f"--schema: item {n} is empty (a comma too many?)")
         m = _NAME.fullmatch(item)
         if m is None or not m.group(2).strip():
             raise InputError(f"--schema: item {n} {item.strip()!r} is not 'name TYPE'")

@@ -20,7 +20,7 @@ from kaudit.reconcile.decode import decode_topic
 from kaudit.reconcile.difference import add_differences
 from kaudit.reconcile.formats import value_format
 from kaudit.reconcile.formats.base import joined_key
-from kaudit.reconcile.kinds import TooWide, compared_as, kind_of
+from kaudit.reconcile.kinds import TooWide, compared_as, display_scales, kind_of
 from kaudit.reconcile.request import FieldTypes, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
 from kaudit.reconcile.source import (
@@ -213,7 +213,9 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                              grace_cutoff=grace,
                              source_truncated=any(r.unverifiable for r in ranges),
                              partition_starts={r.partition: r.start for r in ranges},
-                             shuffle_partitions=shuffle_partitions(ranges))
+                             shuffle_partitions=shuffle_partitions(ranges),
+                             display_scales=display_scales(
+                                 {f.column: f.sink_type for f in fields}))
     try:
         comparison = compare(topic, sink, options)
     except ValueError as exc:  # e.g. a compared field with a reserved name

@@ -163,3 +163,17 @@ def json_number_type(target: ValueType) -> ValueType:
     integer_digits = max(MAX_PRECISION - JSON_NUMBER_SCALE, target.precision - target.scale)
     return ValueType(Kind.DECIMAL, MAX_PRECISION,
                      max(target.scale, MAX_PRECISION - integer_digits))
+
+
+def display_scale(sink_type: str) -> int | None:
+    """The decimal places a sample of a column of ``sink_type`` keeps at least: a
+    decimal's scale, an integer's 0; None for other kinds."""
+    kind = kind_of(sink_type)
+    if kind.kind is Kind.DECIMAL:
+        return kind.scale
+    return 0 if kind.kind is Kind.INTEGER else None
+
+
+def display_scales(sink_types: dict[str, str]) -> dict[str, int]:
+    """:func:`display_scale` of each column that has one."""
+    return {c: s for c, t in sink_types.items() if (s := display_scale(t)) is not None}

@@ -257,20 +257,29 @@ def mismatch_rows(
         tv, sv = topic_rec[f"c{i}"], sink_rec[f"c{i}"]
         equal = _values_equal(tv, sv, topic.schema[name].dataType, sink.schema[name].dataType,
                               options)
-        row = ident(name, shown(tv, topic.schema[name].dataType),
-                    shown(sv, sink.schema[name].dataType))
+        keep = (options.display_scales or {}).get(name)
+        row = ident(name, shown(tv, topic.schema[name].dataType, keep),
+                    shown(sv, sink.schema[name].dataType, keep))
         out.append(F.when(when & ~equal, row))
     return out
 
 
-def shown(value: Column, data_type: T.DataType) -> Column:
-    """A compared value as its kind writes it: a decimal without the zeros its comparison
-    scale added (``7``, ``12.5``, not ``12.500000000000000000``), the rest as Spark
-    writes it."""
+def shown(value: Column, data_type: T.DataType, keep: int | None = None) -> Column:
+    """A compared value as its kind writes it: a decimal with at least ``keep`` decimal
+    places (default: its type's scale) and beyond them only the digits it has (``12.50``,
+    ``12.505``, ``7``; not ``12.500000000000000000``), the rest as Spark writes it."""
     text = value.cast("string")
     if not isinstance(data_type, T.DecimalType) or data_type.scale <= 0:
         return text
-    return F.regexp_replace(F.regexp_replace(text, r"(\.[0-9]*?)0+$", "$1"), r"\.$", "")
+    keep = data_type.scale if keep is None else min(keep, data_type.scale)
+    bare = F.regexp_replace(F.regexp_replace(text, r"(\.[0-9]*?)0+$", "$1"), r"\.$", "")
+    if keep <= 0:
+        return bare
+    point = F.instr(bare, ".")
+    places = F.when(point > 0, F.length(bare) - point).otherwise(F.lit(0))
+    padded = F.concat(bare, F.when(point > 0, F.lit("")).otherwise(F.lit(".")),
+                      F.repeat(F.lit("0"), F.lit(keep) - places))
+    return F.when(places >= keep, bare).otherwise(padded)
 
 
 def by_offset(left: Column, right: Column) -> Column:

@@ -184,6 +184,10 @@ class CompareOptions:
     shuffle_partitions: int | None = None
     """Partitions of the one shuffle of both sides (None: the session's
     ``spark.sql.shuffle.partitions``). The other shuffles, all small, use the session's."""
+    display_scales: Mapping[str, int] | None = None
+    """Per decimal column, the decimal places its samples keep at least (the sink column's
+    scale: ``12.50``); beyond them, only the digits a value has (``12.505``, never the
+    zeros a wider comparison type adds). Without it, the column's own scale."""
 
 
 def key_hash_column(key_col: Column) -> Column:

@@ -32,6 +32,7 @@ def test_nested_types_and_quoted_names_keep_their_commas() -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("", "give 'name TYPE, ...'"),
     ("id", "item 1 'id' is not 'name TYPE'"),
+    ("id BIGINT,,", "item 2 is empty (a comma too many?)"),
     ("id BIGINT, amount DECMAL(12,2)", "amount: unknown type 'DECMAL(12,2)'"),
     ("amount DOUBLE BASE64", "amount: BASE64 applies to DEC or DECIMAL or NUMERIC, not DOUBLE"),
     ("day DATE MICROS", "day: MICROS applies to TIMESTAMP or TIMESTAMP_LTZ or TIMESTAMP_NTZ"),

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from kaudit.errors import InputError
 from kaudit.reconcile.decode import decode_topic
 from kaudit.reconcile.job import hashed, read_types, shape_sink
+from kaudit.reconcile.kinds import display_scales
 from kaudit.reconcile.request import ReconcileRequest
 from tests.unit.reconcile.frames import counts, rows, run
 
@@ -45,8 +46,9 @@ def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any,
     topic = decode_topic(raw(spark, values), request, read_types(request, sink))
     sink = shape_sink(sink, request)
     compared = [request.sink_column(c) for c in compare]
-    topic, sink, _ = hashed(topic, sink, compared)
-    return run(topic, sink, mode, compared)
+    topic, sink, fields = hashed(topic, sink, compared)
+    return run(topic, sink, mode, compared,
+               display_scales=display_scales({f.column: f.sink_type for f in fields}))
 
 
 def test_an_integer_field_that_later_carries_decimals_is_read_as_the_sink_type(
@@ -130,7 +132,7 @@ def test_decimals_are_compared_at_their_scale(spark: SparkSession) -> None:
     result = reconcile(spark, values, sink, "id long, amount decimal(12,2)", mode="upsert")
     assert result.counts() == counts(mismatched=2)
     assert [(r[1], r[7], r[8]) for r in rows(result)] == [
-        ("2", "12.5", "12.51"), ("6", "12.505", "12.51")]
+        ("2", "12.50", "12.51"), ("6", "12.505", "12.51")]
 
 
 def connect_decimal(unscaled: int) -> str:
@@ -287,7 +289,7 @@ def test_a_bad_schema_is_one_line_naming_sparks_reason(spark: SparkSession) -> N
     # Spark's parse errors start with a blank line; the message must still say why.
     with pytest.raises(InputError) as caught:
         reconcile(spark, [{"id": 1}], [(1, 1.0)], "id long, amount double",
-                  schema="id BIGINT,,,")
+                  schema="id BIGINT, amount DECIMAL(12")
     message = str(caught.value)
     assert message.startswith("--schema: not a valid DDL schema: [PARSE_SYNTAX_ERROR]"), message
     assert "\n" not in message
