@@ -25,11 +25,29 @@ OPS = ("c", "r", "u", "d")
 ENVELOPE_PROBLEM = "_envelope_problem"
 
 
+def wrapped(event: Any) -> bool:
+    """Whether ``event`` is in Kafka Connect's ``{"schema", "payload"}`` wrapper."""
+    return isinstance(event, dict) and "payload" in event and "schema" in event
+
+
 def unwrap(event: Any) -> Any:
     """The event inside Kafka Connect's ``{"schema", "payload"}`` wrapper, or as it is."""
-    if isinstance(event, dict) and "payload" in event and "schema" in event:
-        return event["payload"]
-    return event
+    return event["payload"] if wrapped(event) else event
+
+
+def wrapper_schema(samples: Iterable[bytes | str | None]) -> dict[str, Any] | None:
+    """The schema of the first sampled value in Connect's wrapper (``schemas.enable=true``),
+    or None."""
+    for text in samples:
+        if text is None:
+            continue
+        try:
+            event = json.loads(text)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if wrapped(event) and isinstance(event["schema"], dict):
+            return dict(event["schema"])
+    return None
 
 
 def connect_rows(samples: Iterable[bytes | str | None]) -> list[str]:

@@ -22,6 +22,7 @@ from kaudit.reconcile.envelope import (
     connect_rows,
     connect_texts,
     debezium_texts,
+    wrapper_schema,
 )
 from kaudit.reconcile.formats.base import Decoded, ValueFormat
 from kaudit.reconcile.infer import field_paths, not_objects
@@ -91,25 +92,16 @@ def _encodings(request: ReconcileRequest) -> dict[str, Encoding]:
     return {n: e for n, e in by_value.items() if n not in declared.names} | declared.encodings
 
 
-def with_value_types(request: ReconcileRequest, texts: list[str] | list[bytes]
-                     ) -> ReconcileRequest:
+def with_value_types(request: ReconcileRequest,
+                     texts: list[str] | list[bytes] | list[str | None]) -> ReconcileRequest:
     """``request`` with what the first sampled value in Connect's ``{"schema", "payload"}``
     wrapper says of the wanted fields' types (:mod:`kaudit.reconcile.semantic`), for the
     fields ``--schema`` leaves out."""
-    import json as jsonlib
     from dataclasses import replace
 
     if request.envelope == "none":
         return request  # a wrapped value is read with --envelope connect or debezium
-    schema = None
-    for text in texts:
-        try:
-            doc = jsonlib.loads(text)
-        except ValueError:
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("schema"), dict) and "payload" in doc:
-            schema = doc["schema"]
-            break
+    schema = wrapper_schema(texts)
     if schema is None:
         return request
     declared = parse_declaration(request.schema).names if request.schema else ()

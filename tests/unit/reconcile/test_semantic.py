@@ -62,7 +62,7 @@ def request(**kwargs: Any) -> ReconcileRequest:
 
 def test_the_first_wrapped_sample_gives_the_wanted_fields_types_as_a_declaration() -> None:
     wrapped = json.dumps({"schema": event_schema(), "payload": {"op": "c"}})
-    found = with_value_types(request(envelope="debezium"), ["not json", wrapped])
+    found = with_value_types(request(envelope="debezium"), [None, "not json", wrapped])
     assert found.value_types is not None
     declared = parse_declaration(found.value_types)
     assert declared.names == ("amount", "created_at", "where.on")
