@@ -4,7 +4,11 @@ not the type's own text (an epoch number for a time, Connect's base64 bytes for 
 One grammar: Spark's DDL (``name TYPE, ...``), each top-level field optionally followed by an
 encoding word::
 
-    id BIGINT, created_at TIMESTAMP MICROS, day DATE DAYS, amount DECIMAL(12,2) BASE64
+    id BIGINT, created_at TIMESTAMP MICROS, day DATE DAYS, amount DECIMAL(12,2) BASE64,
+    opens TIME MICROS, ref UUID, attrs JSON
+
+``TIME``, ``UUID`` and ``JSON`` are kaudit's words for what Spark 4.0 has no type for: the
+field is read as text and compared as that kind (:mod:`kaudit.reconcile.kinds`).
 
 Parsed here, in Python, so that a declaration that does not parse is exit 2 before Spark
 starts; Spark then reads the DDL without the encoding words.
@@ -29,6 +33,8 @@ class Encoding(StrEnum):
     Timestamp)."""
     MICROS = "micros"
     """A time as whole microseconds since the epoch (Debezium's MicroTimestamp)."""
+    NANOS = "nanos"
+    """A time of day as whole nanoseconds since midnight (Debezium's NanoTime)."""
     DAYS = "days"
     """A date as days since 1970-01-01 (Connect's and Debezium's Date)."""
     BASE64 = "base64"
@@ -41,13 +47,17 @@ _TIMES = frozenset({Encoding.SECONDS, Encoding.MILLIS, Encoding.MICROS})
 ENCODINGS_FOR = {"timestamp": _TIMES, "timestamp_ntz": _TIMES, "timestamp_ltz": _TIMES,
                  "date": frozenset({Encoding.DAYS}),
                  "decimal": frozenset({Encoding.BASE64}), "dec": frozenset({Encoding.BASE64}),
-                 "numeric": frozenset({Encoding.BASE64})}
-#: The type names Spark's DDL knows (their base, before any parameters).
+                 "numeric": frozenset({Encoding.BASE64}),
+                 "time": frozenset({Encoding.MILLIS, Encoding.MICROS, Encoding.NANOS})}
+#: Types Spark 4.0 has no DDL for: read as text, compared as their kind
+#: (:data:`kaudit.reconcile.kinds.TEXT_KINDS`).
+KAUDIT_TYPES = frozenset({"time", "uuid", "json"})
+#: The type names Spark's DDL knows (their base, before any parameters), and kaudit's.
 TYPE_NAMES = frozenset({
     "boolean", "tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long",
     "float", "real", "double", "decimal", "dec", "numeric", "string", "varchar", "char",
     "binary", "date", "timestamp", "timestamp_ntz", "timestamp_ltz", "struct", "array",
-    "map", "variant"})
+    "map", "variant"}) | KAUDIT_TYPES
 
 _NAME = re.compile(r"\s*(`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)\s*:?\s*(.*)", re.DOTALL)
 _BASE = re.compile(r"([A-Za-z_]+)")
@@ -63,6 +73,9 @@ class Declaration:
     """Field -> how its value is written, for the fields that say."""
     names: tuple[str, ...] = ()
     """The top-level fields declared, in order."""
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Field -> the kaudit type it was declared as (``time``, ``uuid``, ``json``): Spark
+    reads it as a STRING."""
 
 
 def parse_declaration(text: str) -> Declaration:
@@ -71,7 +84,7 @@ def parse_declaration(text: str) -> Declaration:
     items = _split_top_level(text)
     if not any(item.strip() for item in items):
         raise InputError("--schema: give 'name TYPE, ...', e.g. 'id BIGINT, amount DOUBLE'")
-    kept, encodings, seen, seen_order = [], {}, set(), []
+    kept, encodings, kinds, seen, seen_order = [], {}, {}, set(), []
     for n, item in enumerate(items, 1):
         if not item.strip():
             raise InputError(f"--schema: item {n} is empty (a comma too many?)")
@@ -100,8 +113,13 @@ def parse_declaration(text: str) -> Declaration:
             raise InputError(f"--schema: {name} is declared twice")
         seen.add(name)
         seen_order.append(name)
+        if base in KAUDIT_TYPES:
+            if type_text.strip().lower() != base:
+                raise InputError(f"--schema: {name}: {base.upper()} takes no parameters")
+            kinds[name], type_text = base, "STRING"
         kept.append(f"{m.group(1)} {type_text}")
-    return Declaration(ddl=", ".join(kept), encodings=encodings, names=tuple(seen_order))
+    return Declaration(ddl=", ".join(kept), encodings=encodings, names=tuple(seen_order),
+                       kinds=kinds)
 
 
 def _split_top_level(text: str) -> list[str]:

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from kaudit.reconcile.canonical import time_from_count
 from kaudit.reconcile.declared import Encoding
+
+#: Nanoseconds in each unit a time of day is counted in.
+_TIME_UNITS = {Encoding.MILLIS: 1_000_000, Encoding.MICROS: 1_000, Encoding.NANOS: 1}
 
 
 def decoded(text: Any, target: Any, encoding: Encoding) -> Any:
-    """``text`` (a field's JSON text) read as ``encoding`` into ``target``."""
+    """``text`` (a field's JSON text) read as ``encoding`` into ``target``; a TIME, whose
+    target is text (Spark has no TIME), as its canonical text."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
 
+    if isinstance(target, StringType) and encoding in _TIME_UNITS:
+        return time_from_count(text, _TIME_UNITS[encoding])
     if encoding is Encoding.SECONDS:
         return F.timestamp_seconds(text.try_cast("decimal(38,9)")).cast(target)
     if encoding is Encoding.MILLIS:

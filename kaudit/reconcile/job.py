@@ -20,7 +20,14 @@ from kaudit.reconcile.decode import decode_topic
 from kaudit.reconcile.difference import add_differences
 from kaudit.reconcile.formats import value_format
 from kaudit.reconcile.formats.base import joined_key
-from kaudit.reconcile.kinds import TooWide, compared_as, display_scales, kind_of
+from kaudit.reconcile.canonical import canonical
+from kaudit.reconcile.kinds import (
+    TooWide,
+    compared_as,
+    database_kind,
+    display_scales,
+    kind_of,
+)
 from kaudit.reconcile.request import FieldTypes, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec, parse_sink, pin_sink, read_sink
 from kaudit.reconcile.source import (
@@ -82,39 +89,51 @@ def coordinate_column(request: ReconcileRequest, name: str, columns: set[str]) -
     return plain
 
 
-def align_types(topic: Any, sink: Any, columns: list[str]
+def align_types(topic: Any, sink: Any, columns: list[str],
+                topic_kinds: dict[str, str] | None = None,
+                sink_types: dict[str, str] | None = None
                 ) -> tuple[Any, Any, list[FieldTypes]]:
     """Compare like with like: both sides cast to the type that loses nothing of either
     (:func:`kaudit.reconcile.kinds.compared_as`): integers as integers, decimals at their
-    scale, never a 64-bit integer through a double. Also what each column was on each
-    side and what it was compared as, for the report."""
+    scale, never a 64-bit integer through a double; a time of day, a UUID or JSON as its
+    canonical text (:mod:`kaudit.reconcile.canonical`). ``topic_kinds`` names the fields
+    declared as kaudit's TIME, UUID or JSON (:meth:`ReconcileRequest.declared_kinds`);
+    ``sink_types`` the database's own column types (:attr:`SinkSpec.column_types`). Also
+    what each column was on each side and what it was compared as, for the report."""
     from pyspark.sql import functions as F
 
+    topic_kinds, sink_types = topic_kinds or {}, sink_types or {}
     t_types = {f.name: f.dataType.simpleString() for f in topic.schema.fields}
     s_types = {f.name: f.dataType.simpleString() for f in sink.schema.fields}
     fields = []
     for c in columns:
+        t_kind = kind_of(topic_kinds.get(c, t_types[c]))
+        s_kind = database_kind(sink_types.get(c, "")) or kind_of(s_types[c])
         try:
-            target = compared_as(kind_of(t_types[c]), kind_of(s_types[c]))
+            target = compared_as(t_kind, s_kind)
         except TooWide as exc:
             raise InputError(f"column {c}: {exc}; declare it with --schema") from None
         t_col, s_col = F.col(c).cast(target.spark), F.col(c).cast(target.spark)
         if target.round_to is not None:  # a float with a decimal: at the decimal's scale
             t_col, s_col = F.round(t_col, target.round_to), F.round(s_col, target.round_to)
-        topic = topic.withColumn(c, t_col)
-        sink = sink.withColumn(c, s_col)
-        fields.append(FieldTypes(c, t_types[c], s_types[c], str(target)))
+        topic = topic.withColumn(c, canonical(t_col, target.kind))
+        sink = sink.withColumn(c, canonical(s_col, target.kind))
+        shown_sink = sink_types[c] if c in sink_types and database_kind(sink_types[c]) \
+            else s_types[c]
+        fields.append(FieldTypes(c, topic_kinds.get(c, t_types[c]), shown_sink, str(target)))
     return topic, sink, fields
 
 
-def hashed(topic: Any, sink: Any, compared: list[str]) -> tuple[Any, Any, list[FieldTypes]]:
+def hashed(topic: Any, sink: Any, compared: list[str],
+           topic_kinds: dict[str, str] | None = None,
+           sink_types: dict[str, str] | None = None) -> tuple[Any, Any, list[FieldTypes]]:
     """Both sides typed alike (:func:`align_types`), with the key and payload hashes the
     comparison groups and matches on."""
     from pyspark.sql import functions as F
 
     from kaudit.reconcile.plan import key_hash_column, payload_hash_column
 
-    topic, sink, fields = align_types(topic, sink, compared)
+    topic, sink, fields = align_types(topic, sink, compared, topic_kinds, sink_types)
     # A record that could not be decoded stands alone: a key_hash of its own when its key
     # was not read, and a payload hash that matches nothing, so it is always looked at.
     undecodable = F.col(UNDECODABLE).isNotNull()
@@ -204,7 +223,8 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                                    & (F.col("offset") < r.end))
         sink = sink.where(in_range)
     compared = [request.sink_column(c) for c in request.compare]
-    topic, sink, fields = hashed(topic, sink, compared)
+    topic, sink, fields = hashed(topic, sink, compared, request.declared_kinds(),
+                                 sink_spec.column_types)
     grace = (datetime.now(UTC) - timedelta(seconds=request.grace_seconds)
              if request.grace_seconds > 0 else None)
     options = CompareOptions(mode=request.mode, compare=tuple(compared),

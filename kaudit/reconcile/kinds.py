@@ -34,6 +34,15 @@ class Kind(StrEnum):
     """A wall-clock time without a zone (Spark's TIMESTAMP_NTZ)."""
     BYTES = "bytes"
     TEXT = "text"
+    TIME = "time"
+    """A time of day, carried as its canonical text (``08:00:00.123456``): Spark 4.0 has
+    no TIME type, and text keeps every digit down to nanoseconds."""
+    UUID = "uuid"
+    """A UUID, carried as its lower-case text (a database writes it so; a producer may
+    not)."""
+    JSON = "json"
+    """A JSON document, compared structurally: key order, whitespace and a number's
+    spelling (``2.50``, ``2.5``) never matter."""
 
 
 #: The largest decimal precision Spark holds.
@@ -50,7 +59,12 @@ _INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint", "byte", "short", 
 _BY_NAME = {"float": Kind.FLOAT, "double": Kind.FLOAT, "real": Kind.FLOAT,
             "boolean": Kind.BOOLEAN, "date": Kind.DATE, "timestamp": Kind.TIMESTAMP,
             "timestamp_ltz": Kind.TIMESTAMP, "timestamp_ntz": Kind.LOCAL_TIMESTAMP,
-            "binary": Kind.BYTES, "string": Kind.TEXT}
+            "binary": Kind.BYTES, "string": Kind.TEXT, "variant": Kind.JSON}
+#: The kinds Spark has no type for, carried as canonical text; named by the words
+#: ``--schema`` takes and by the database types that hold them.
+TEXT_KINDS = {"time": Kind.TIME, "uuid": Kind.UUID, "json": Kind.JSON}
+_DATABASE_NAMES = {"json": Kind.JSON, "jsonb": Kind.JSON, "uuid": Kind.UUID,
+                   "time": Kind.TIME, "time without time zone": Kind.TIME}
 
 
 class TooWide(ValueError):
@@ -84,7 +98,8 @@ class ValueType:
 
 _SPARK = {Kind.INTEGER: "bigint", Kind.FLOAT: "double", Kind.BOOLEAN: "boolean",
           Kind.DATE: "date", Kind.TIMESTAMP: "timestamp",
-          Kind.LOCAL_TIMESTAMP: "timestamp_ntz", Kind.BYTES: "binary", Kind.TEXT: "string"}
+          Kind.LOCAL_TIMESTAMP: "timestamp_ntz", Kind.BYTES: "binary", Kind.TEXT: "string",
+          Kind.TIME: "string", Kind.UUID: "string", Kind.JSON: "string"}
 
 INTEGER = ValueType(Kind.INTEGER)
 FLOAT = ValueType(Kind.FLOAT)
@@ -94,14 +109,24 @@ JSON_NUMBER = ValueType(Kind.DECIMAL, MAX_PRECISION, JSON_NUMBER_SCALE)
 
 
 def kind_of(spark_type: str) -> ValueType:
-    """The value type of a Spark SQL type name (``bigint``, ``decimal(12,2)``, ...); any
-    other type (a struct, an array, a map) is compared as text."""
+    """The value type of a Spark SQL type name (``bigint``, ``decimal(12,2)``, ...) or of
+    kaudit's ``time``, ``uuid`` and ``json``; any other type (a struct, an array, a map) is
+    compared as text."""
     name = spark_type.strip().lower()
+    if name in TEXT_KINDS:
+        return ValueType(TEXT_KINDS[name])
     if name in _INTEGERS:
         return INTEGER
     if m := _DECIMAL.fullmatch(name):
         return ValueType(Kind.DECIMAL, int(m.group(1)), int(m.group(2)))
     return ValueType(_BY_NAME.get(name, Kind.TEXT))
+
+
+def database_kind(type_name: str) -> ValueType | None:
+    """The kind a database column type holds where Spark reads it as text (``jsonb``,
+    ``uuid``, ``time``); None where Spark's own type says it."""
+    kind = _DATABASE_NAMES.get(re.sub(r"\(\d+\)", "", type_name).strip().lower())
+    return ValueType(kind) if kind is not None else None
 
 
 _NUMBERS = frozenset({Kind.INTEGER, Kind.DECIMAL, Kind.FLOAT})
@@ -119,6 +144,7 @@ def compared_as(topic: ValueType, sink: ValueType) -> ValueType:
     - float with float or integer: float (IEEE doubles);
     - a time with a time: the timestamp if either is one, else the date; with another kind
       a timestamp all the same (text converted where it reads as one);
+    - a time of day, a UUID or JSON with itself or text: that kind (its canonical text);
     - the same kind otherwise: that kind; else text.
     """
     a, b = topic.kind, sink.kind
@@ -147,6 +173,11 @@ def compared_as(topic: ValueType, sink: ValueType) -> ValueType:
         return ValueType(Kind.TIMESTAMP)  # as before the type model: text read as a time
     if a is b:
         return topic
+    for kind in (Kind.JSON, Kind.UUID, Kind.TIME):
+        # Text on the other side is read as this kind: a JSON column's document written
+        # as a string, a UUID or a time of day as its text.
+        if kind in (a, b) and {a, b} <= {kind, Kind.TEXT}:
+            return ValueType(kind)
     return TEXT
 
 

@@ -93,6 +93,16 @@ class ReconcileRequest:
                 columns.append(self.sink_column(name))
         return columns
 
+    def declared_kinds(self) -> dict[str, str]:
+        """Sink column -> the kaudit type (``time``, ``uuid``, ``json``) its topic field is
+        declared as: by ``--schema``, else by the values' own schema."""
+        by_value = parse_declaration(self.value_types) if self.value_types else None
+        declared = parse_declaration(self.schema) if self.schema else None
+        kinds = {n: k for n, k in (by_value.kinds if by_value else {}).items()
+                 if declared is None or n not in declared.names}
+        kinds |= declared.kinds if declared else {}
+        return {self.sink_column(n): k for n, k in kinds.items()}
+
     def sink_column(self, name: str) -> str:
         """The sink column a topic field maps to (dots become underscores by default; an
         Avro key's field, ``@key.FIELD``, its own name)."""
@@ -103,7 +113,8 @@ class ReconcileRequest:
 
 @dataclass(frozen=True)
 class FieldTypes:
-    """A compared column's type on each side (Spark's names) and the type both were
+    """A compared column's type on each side (Spark's names; kaudit's or the database's
+    where Spark reads the value as text: ``time``, ``jsonb``) and the type both were
     compared as (:mod:`kaudit.reconcile.kinds`)."""
 
     column: str

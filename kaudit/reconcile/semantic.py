@@ -5,8 +5,9 @@ payload (``schemas.enable=true``: ``{"schema": ..., "payload": ...}``).
 A field of a semantic type (the schema's ``name``: ``io.debezium.time.MicroTimestamp``,
 ``org.apache.kafka.connect.data.Decimal`` with its ``scale``, ...) is read as that type
 says, as a ``--schema`` declaration would make it (:mod:`kaudit.reconcile.declared`); a
-field of a plain type is left to the sink column's type. A type Spark 4.0 cannot hold
-exactly (Debezium's nanosecond times, times of day, variable-scale decimals) is named in
+field of a plain type is left to the sink column's type. A time of day, a UUID and a JSON
+document are read as kaudit's TIME, UUID and JSON (compared as their canonical text). A type
+kaudit cannot hold exactly (nanosecond timestamps, variable-scale decimals) is named in
 :data:`NOT_READ` and left to the sink column's type, with the reason.
 
 Pure: it reads the schema's JSON only.
@@ -38,19 +39,20 @@ _BY_NAME = {
     "io.debezium.time.ZonedTimestamp": SemanticType("TIMESTAMP"),
     "io.debezium.time.IsoTimestamp": SemanticType("TIMESTAMP"),
     "io.debezium.time.IsoDate": SemanticType("DATE"),
-    "io.debezium.data.Json": SemanticType("STRING"),
-    "io.debezium.data.Uuid": SemanticType("STRING"),
+    "io.debezium.data.Json": SemanticType("JSON"),
+    "io.debezium.data.Uuid": SemanticType("UUID"),
     "io.debezium.data.Enum": SemanticType("STRING"),
+    "org.apache.kafka.connect.data.Time": SemanticType("TIME", Encoding.MILLIS),
+    "io.debezium.time.Time": SemanticType("TIME", Encoding.MILLIS),
+    "io.debezium.time.MicroTime": SemanticType("TIME", Encoding.MICROS),
+    "io.debezium.time.NanoTime": SemanticType("TIME", Encoding.NANOS),
 }
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 #: Semantic types read as the sink column's type, and why.
 NOT_READ = {
     "io.debezium.time.NanoTimestamp": "nanoseconds since the epoch: Spark holds microseconds",
-    "io.debezium.time.Time": "a time of day: Spark 4.0 has no TIME type",
-    "io.debezium.time.MicroTime": "a time of day: Spark 4.0 has no TIME type",
-    "io.debezium.time.NanoTime": "a time of day: Spark 4.0 has no TIME type",
-    "io.debezium.time.ZonedTime": "a time of day: Spark 4.0 has no TIME type",
-    "org.apache.kafka.connect.data.Time": "a time of day: Spark 4.0 has no TIME type",
+    "io.debezium.time.ZonedTime": "a time of day with an offset: no sink type holds one "
+                                  "alike",
     "io.debezium.data.VariableScaleDecimal": "a decimal whose scale each value carries",
 }
 

@@ -9,7 +9,10 @@ catalog's properties (``type=hadoop``, ``warehouse=PATH``; ``type=rest``,
 ``uri=URL``) and ``snapshot-id`` to read an earlier snapshot.
 
 Like the topic's offsets, an Iceberg table is pinned before it is read: its current
-snapshot is looked up once (:func:`pin_sink`), read, and recorded in the report.
+snapshot is looked up once (:func:`pin_sink`), read, and recorded in the report. A
+PostgreSQL table's column types are looked up then too: Spark reads ``jsonb``, ``uuid`` and
+``time`` as text (or a time as a timestamp on 1970-01-01), and kaudit compares them as what
+they are (:func:`kaudit.reconcile.kinds.database_kind`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from kaudit.connection.redact import is_secret_key, register_secret
 from kaudit.errors import ConnectionFailure, InputError
+from kaudit.reconcile.kinds import Kind, database_kind
 from kaudit.reconcile.spark import error_line
 
 FORMATS = ("jdbc", "parquet", "csv", "json", "delta", "table", "iceberg")
@@ -40,6 +44,14 @@ class SinkSpec:
     options: dict[str, str] = field(default_factory=dict)
     snapshot_id: int | None = None
     """The Iceberg snapshot read (given with ``snapshot-id`` or pinned by :func:`pin_sink`)."""
+    column_types: dict[str, str] = field(default_factory=dict)
+    """A PostgreSQL table's columns -> their types as the database names them
+    (``jsonb``, ``time without time zone``), looked up by :func:`pin_sink`."""
+
+    def database_kinds(self) -> dict[str, Any]:
+        """Column -> the kind its database type holds where Spark reads it as text."""
+        return {c: k for c, t in self.column_types.items()
+                if (k := database_kind(t)) is not None}
 
     def describe(self) -> str:
         """The sink as reports show it (passwords masked by the report's redaction)."""
@@ -115,7 +127,10 @@ def _parse_iceberg(uri: str, location: str, opts: dict[str, str]) -> SinkSpec:
 def pin_sink(spark: Any, sink: SinkSpec) -> SinkSpec:
     """The sink with the snapshot this run reads: for Iceberg, the table's current one
     (unless ``snapshot-id`` named one), so that the report can say what was compared and
-    a rerun can read the same rows; other sinks have no snapshot to pin."""
+    a rerun can read the same rows; other sinks have no snapshot to pin. A PostgreSQL
+    table's column types are looked up (:func:`_postgres_types`)."""
+    if sink.kind == "jdbc":
+        return replace(sink, column_types=_postgres_types(spark, sink))
     if sink.kind != "iceberg":
         return sink
     _configure_catalog(spark, sink)
@@ -128,6 +143,26 @@ def pin_sink(spark: Any, sink: SinkSpec) -> SinkSpec:
     except Exception as exc:
         raise _sink_error(sink, exc) from None
     return replace(sink, snapshot_id=int(refs[0][0])) if refs else sink
+
+
+def _postgres_types(spark: Any, sink: SinkSpec) -> dict[str, str]:
+    """A PostgreSQL table's columns and their types as the database writes them; empty
+    for another database, and where the table is not one the catalog names (a subquery):
+    those columns are then compared as Spark reads them."""
+    if not sink.location.startswith("jdbc:postgresql:") or not sink.table:
+        return {}
+    # to_regclass resolves the name as the table's own read does: quotes, search_path.
+    name = sink.table.replace("'", "''")
+    query = ("SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type "
+             f"FROM pg_attribute a WHERE a.attrelid = to_regclass('{name}') "
+             "AND a.attnum > 0 AND NOT a.attisdropped")
+    reader = spark.read.format("jdbc").option("url", sink.location).option("query", query)
+    for key, value in sink.options.items():
+        reader = reader.option(key, value)
+    try:
+        return {row["name"]: row["type"] for row in reader.load().collect()}
+    except Exception:  # noqa: BLE001 - the table's own read names what is wrong
+        return {}
 
 
 def _configure_catalog(spark: Any, sink: SinkSpec) -> None:
@@ -162,6 +197,11 @@ def read_sink(spark: Any, sink: SinkSpec) -> Any:
                 "dbtable", sink.table)
             for key, value in sink.options.items():
                 reader = reader.option(key, value)
+            # A time of day read as its own text: Spark would make it a timestamp.
+            times = [c for c, k in sink.database_kinds().items() if k.kind is Kind.TIME]
+            if times:
+                reader = reader.option("customSchema", ", ".join(
+                    "`" + c.replace("`", "``") + "` STRING" for c in times))
             df = reader.load()
             df.schema  # noqa: B018 - resolving the schema is the connection check
             return df

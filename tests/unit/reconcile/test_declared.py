@@ -21,6 +21,28 @@ def test_encoding_words_are_taken_off_the_ddl_spark_reads() -> None:
                            "s": Encoding.SECONDS}
 
 
+def test_time_uuid_and_json_are_read_as_text_and_named_as_kinds() -> None:
+    d = parse_declaration("id BIGINT, opens TIME MICROS, closes time, ref UUID, attrs Json, "
+                          "t TIME nanos")
+    assert d.ddl == "id BIGINT, opens STRING, closes STRING, ref STRING, attrs STRING, t STRING"
+    assert d.kinds == {"opens": "time", "closes": "time", "ref": "uuid", "attrs": "json",
+                       "t": "time"}
+    assert d.encodings == {"opens": Encoding.MICROS, "t": Encoding.NANOS}
+
+
+def test_the_request_names_declared_kinds_by_sink_column_and_the_declaration_wins() -> None:
+    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",
+                               compare=("ref", "o.attrs", "at"),
+                               schema="id BIGINT, ref UUID, o STRUCT<attrs: STRING>, at STRING",
+                               value_types="`ref` STRING, `at` TIME MICROS, `x` JSON",
+                               column_map={"ref": "ref_id"})
+    # --schema names ref and at: the values' own schema says nothing of them; x is kept.
+    assert request.declared_kinds() == {"ref_id": "uuid", "x": "json"}
+    bare = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",
+                            value_types="`at` TIME MICROS, `o.attrs` JSON")
+    assert bare.declared_kinds() == {"at": "time", "o_attrs": "json"}
+
+
 def test_nested_types_and_quoted_names_keep_their_commas() -> None:
     d = parse_declaration("customer STRUCT<id: BIGINT, name: STRING>, `odd, name` MAP<STRING,"
                           " INT>, xs ARRAY<DECIMAL(5,1)>")
@@ -35,7 +57,13 @@ def test_nested_types_and_quoted_names_keep_their_commas() -> None:
     ("id BIGINT,,", "item 2 is empty (a comma too many?)"),
     ("id BIGINT, amount DECMAL(12,2)", "amount: unknown type 'DECMAL(12,2)'"),
     ("amount DOUBLE BASE64", "amount: BASE64 applies to DEC or DECIMAL or NUMERIC, not DOUBLE"),
-    ("day DATE MICROS", "day: MICROS applies to TIMESTAMP or TIMESTAMP_LTZ or TIMESTAMP_NTZ"),
+    ("day DATE MICROS",
+     "day: MICROS applies to TIME or TIMESTAMP or TIMESTAMP_LTZ or TIMESTAMP_NTZ, not DATE"),
+    ("t TIMESTAMP NANOS", "t: NANOS applies to TIME, not TIMESTAMP"),
+    ("t TIME SECONDS", "t: SECONDS applies to TIMESTAMP or TIMESTAMP_LTZ or TIMESTAMP_NTZ, "
+                       "not TIME"),
+    ("t TIME(3)", "t: TIME takes no parameters"),
+    ("u UUID BASE64", "u: BASE64 applies to DEC or DECIMAL or NUMERIC, not UUID"),
     ("n BIGINT DAYS", "n: DAYS applies to DATE, not BIGINT"),
     ("id BIGINT, id STRING", "id is declared twice"),
 ])

@@ -38,7 +38,8 @@ def raw(spark: SparkSession, values: list[Any]) -> DataFrame:
 def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any, ...]],
               sink_ddl: str, mode: str = "append", key: str = "id",
               compare: tuple[str, ...] = ("amount",), schema: str | None = None,
-              envelope: str = "none", value_types: str | None = None) -> Any:
+              envelope: str = "none", value_types: str | None = None,
+              sink_types: dict[str, str] | None = None) -> Any:
     request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key=key,  # type: ignore[arg-type]
                                compare=compare, mode=mode, schema=schema, envelope=envelope,
                                value_types=value_types)
@@ -46,7 +47,7 @@ def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any,
     topic = decode_topic(raw(spark, values), request, read_types(request, sink))
     sink = shape_sink(sink, request)
     compared = [request.sink_column(c) for c in compare]
-    topic, sink, fields = hashed(topic, sink, compared)
+    topic, sink, fields = hashed(topic, sink, compared, request.declared_kinds(), sink_types)
     return run(topic, sink, mode, compared,
                display_scales=display_scales({f.column: f.sink_type for f in fields}))
 
@@ -133,6 +134,77 @@ def test_decimals_are_compared_at_their_scale(spark: SparkSession) -> None:
     assert result.counts() == counts(mismatched=2)
     assert [(r[1], r[7], r[8]) for r in rows(result)] == [
         ("2", "12.50", "12.51"), ("6", "12.505", "12.51")]
+
+
+def test_json_documents_are_compared_structurally(spark: SparkSession) -> None:
+    # The sink is a jsonb column (Spark reads it as text); the topic carries the document
+    # as an object (1-4) or, as Debezium's io.debezium.data.Json does, as a string (5).
+    values = [{"id": 1, "attrs": {"b": 1, "a": [1, 2.50, {"y": 1, "x": 9007199254740993}]}},
+              {"id": 2, "attrs": {"a": 1, "b": 2}}, {"id": 3, "attrs": {"a": "x\u00a0y"}},
+              {"id": 4, "attrs": {"a": 9007199254740993}}, {"id": 5, "attrs": '{"b":2,"a":1}'}]
+    sink = [(1, '{"a": [1, 2.5, {"x": 9007199254740993, "y": 1}], "b": 1}'),
+            (2, '{"a": 1, "b": 3}'), (3, '{"a": "x y"}'), (4, '{"a": 9007199254740994}'),
+            (5, '{"a": 1, "b": 2}')]
+    result = reconcile(spark, values, sink, "id long, attrs string", mode="upsert",
+                       compare=("attrs",), sink_types={"attrs": "jsonb"})
+    # Key order, whitespace and 2.50 for 2.5 are equal; a value, a no-break space for a
+    # space, and the last digit of a long above 2^53 are not.
+    assert result.counts() == counts(mismatched=3)
+    assert [(r[1], r[7], r[8]) for r in rows(result)] == [
+        ("2", '{"a":1,"b":2}', '{"a":1,"b":3}'), ("3", '{"a":"x\u00a0y"}', '{"a":"x y"}'),
+        ("4", '{"a":9007199254740993}', '{"a":9007199254740994}')]
+    # Declared JSON against a text sink: compared structurally all the same.
+    declared = reconcile(spark, values[:2], sink[:2], "id long, attrs string", mode="upsert",
+                         compare=("attrs",), schema="id BIGINT, attrs JSON")
+    assert declared.counts() == counts(mismatched=1)
+
+
+def test_uuids_are_compared_in_any_case(spark: SparkSession) -> None:
+    values = [{"id": 1, "ref": "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11"},
+              {"id": 2, "ref": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12"}]
+    sink = [(1, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+            (2, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a13")]
+    result = reconcile(spark, values, sink, "id long, ref string", mode="upsert",
+                       compare=("ref",), sink_types={"ref": "uuid"})
+    assert result.counts() == counts(mismatched=1)
+    assert [r[1] for r in rows(result)] == ["2"]
+    # As text (no uuid column, nothing declared) the case differs: both are mismatched.
+    as_text = reconcile(spark, values, sink, "id long, ref string", mode="upsert",
+                        compare=("ref",))
+    assert as_text.counts() == counts(mismatched=2)
+
+
+def test_times_of_day_are_compared_exactly_from_counts_and_text(spark: SparkSession) -> None:
+    # The sink is a PostgreSQL time column, read as its text (as the run reads it).
+    values = [{"id": 1, "opens": 28800123456}, {"id": 2, "opens": 28800123457},
+              {"id": 3, "opens": 0}, {"id": 4, "opens": 86400000000},
+              {"id": 5, "opens": 86400000001}, {"id": 6, "opens": "8:00"},
+              {"id": 7, "opens": -1}]
+    sink = [(1, "08:00:00.123456"), (2, "08:00:00.123456"), (3, "00:00:00"),
+            (4, "24:00:00"), (5, "00:00:00"), (6, "08:00:00"), (7, "23:59:59.999999")]
+    result = reconcile(spark, values, sink, "id long, opens string", mode="upsert",
+                       compare=("opens",), sink_types={"opens": "time without time zone"},
+                       value_types="`opens` TIME MICROS")
+    # 1 µs apart is different; a count outside the day, or text where a count belongs, is
+    # no time at all: undecodable, never equal to anything.
+    assert result.counts() == counts(mismatched=1, undecodable=3)
+    assert [(r[0], r[1], r[7], r[8]) for r in rows(result) if r[0] == "mismatched"] == [
+        ("mismatched", "2", "08:00:00.123457", "08:00:00.123456")]
+    assert [(r[1], r[3], r[6]) for r in rows(result) if r[0] == "undecodable"] == [
+        ("5", 4, "opens"), ("6", 5, "opens"), ("7", 6, "opens")]
+
+
+@pytest.mark.parametrize(("declared", "counted", "expected"), [
+    ("TIME MILLIS", 28800123, "08:00:00.123"), ("TIME NANOS", 28800123456789,
+                                                "08:00:00.123456789"),
+    ("TIME MICROS", 86399999999, "23:59:59.999999"), ("TIME", "8:00:00.120", "08:00:00.12"),
+])
+def test_each_time_unit_reads_as_the_same_text(spark: SparkSession, declared: str,
+                                               counted: Any, expected: str) -> None:
+    result = reconcile(spark, [{"id": 1, "t": counted}], [(1, "00:00:00")],
+                       "id long, t string", mode="upsert", compare=("t",),
+                       schema=f"id BIGINT, t {declared}")
+    assert [(r[7], r[8]) for r in rows(result)] == [(expected, "00:00:00")]
 
 
 def connect_decimal(unscaled: int) -> str:

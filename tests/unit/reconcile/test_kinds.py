@@ -13,6 +13,7 @@ from kaudit.reconcile.kinds import (
     TooWide,
     ValueType,
     compared_as,
+    database_kind,
     json_number_type,
     kind_of,
 )
@@ -69,6 +70,29 @@ def test_times_compare_as_the_finer_and_other_kinds_as_themselves_or_text() -> N
     assert compared_as(TEXT, ts) == ts  # ISO text is read as a time, as before
     assert compared_as(ValueType(Kind.BOOLEAN), ValueType(Kind.BOOLEAN)).spark == "boolean"
     assert compared_as(TEXT, INTEGER) == TEXT and compared_as(INTEGER, TEXT) == TEXT
+
+
+@pytest.mark.parametrize("kind", [Kind.TIME, Kind.UUID, Kind.JSON])
+def test_time_uuid_and_json_read_text_as_themselves_and_nothing_else(kind: Kind) -> None:
+    it = ValueType(kind)
+    assert compared_as(it, TEXT) == it and compared_as(TEXT, it) == it
+    assert compared_as(it, it) == it and it.spark == "string"
+    assert compared_as(it, INTEGER) == TEXT  # a count is not a time without its encoding
+    others = [k for k in (Kind.TIME, Kind.UUID, Kind.JSON) if k is not kind]
+    assert all(compared_as(it, ValueType(k)) == TEXT for k in others)
+    assert kind_of(kind.value) == it
+
+
+@pytest.mark.parametrize(("database", "expected"), [
+    ("jsonb", Kind.JSON), ("json", Kind.JSON), ("uuid", Kind.UUID),
+    ("time without time zone", Kind.TIME), ("time(3) without time zone", Kind.TIME),
+    ("TIME", Kind.TIME), ("time with time zone", None), ("numeric(12,2)", None),
+    ("timestamp without time zone", None), ("text", None),
+])
+def test_database_types_spark_reads_as_text_name_their_kind(database: str,
+                                                            expected: Kind | None) -> None:
+    found = database_kind(database)
+    assert (found.kind if found else None) == expected
 
 
 @pytest.mark.parametrize(("target", "read_as"), [

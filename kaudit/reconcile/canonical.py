@@ -1,0 +1,74 @@
+"""Spark columns for the kinds Spark 4.0 has no type for (:data:`kaudit.reconcile.kinds.
+TEXT_KINDS`), each written as one canonical text, so that two values are equal exactly when
+their texts are:
+
+- a time of day: ``HH:MM:SS`` and the fraction's digits without trailing zeros
+  (``08:00:00``, ``08:00:00.5``, ``23:59:59.999999999``), from a time's text or from a
+  count of milliseconds, microseconds or nanoseconds since midnight;
+- a UUID: lower case, without surrounding blanks;
+- JSON: as Spark's VARIANT writes it, keys sorted, no whitespace, a number by its value
+  (``2.50`` as ``2.5``; a 64-bit integer keeps every digit).
+
+A value that does not read as its kind keeps its own text: it then equals only the same
+text, never a null.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kaudit.reconcile.kinds import Kind
+
+NANOS_PER_SECOND = 1_000_000_000
+NANOS_PER_DAY = 86_400 * NANOS_PER_SECOND
+_TIME_TEXT = r"^\s*(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?\s*$"
+
+
+def canonical(column: Any, kind: Kind) -> Any:
+    """``column`` (text) as the canonical text of ``kind``; other kinds unchanged."""
+    from pyspark.sql import functions as F
+
+    if kind is Kind.JSON:
+        return F.coalesce(F.to_json(F.try_parse_json(column)), column)
+    if kind is Kind.UUID:
+        return F.lower(F.trim(column))
+    if kind is Kind.TIME:
+        return F.coalesce(_time_from_text(column), column)
+    return column
+
+
+def time_from_count(count: Any, nanos_per_unit: int) -> Any:
+    """A count of units since midnight (an integer column) as a time of day's canonical
+    text; null outside the day (24:00:00 included, as PostgreSQL allows it)."""
+    from pyspark.sql import functions as F
+
+    nanos = count.try_cast("bigint") * F.lit(nanos_per_unit)
+    seconds = F.floor(nanos / NANOS_PER_SECOND)
+    text = _time_text(seconds / 3600, seconds / 60 % 60, seconds % 60,
+                      F.lpad((nanos % NANOS_PER_SECOND).cast("string"), 9, "0"))
+    return F.when((nanos >= 0) & (nanos <= NANOS_PER_DAY), text)
+
+
+def _time_from_text(text: Any) -> Any:
+    """``H:MM[:SS[.fraction]]`` as the canonical text; null when it is not a time of day."""
+    from pyspark.sql import functions as F
+
+    def part(i: int) -> Any:
+        return F.regexp_extract(text, _TIME_TEXT, i)
+
+    hours, minutes = part(1).cast("int"), part(2).cast("int")
+    seconds = F.when(part(3) == "", F.lit(0)).otherwise(part(3).cast("int"))
+    valid = text.rlike(_TIME_TEXT) & (minutes < 60) & (seconds < 60) & (
+        (hours < 24) | ((hours == 24) & (minutes == 0) & (seconds == 0)
+                        & ~part(4).rlike("[1-9]")))
+    return F.when(valid, _time_text(hours, minutes, seconds, F.rpad(part(4), 9, "0")))
+
+
+def _time_text(hours: Any, minutes: Any, seconds: Any, nine_digits: Any) -> Any:
+    """``HH:MM:SS``, then ``.`` and the nine fraction digits without trailing zeros."""
+    from pyspark.sql import functions as F
+
+    whole = F.format_string("%02d:%02d:%02d", hours.cast("int"), minutes.cast("int"),
+                            seconds.cast("int"))
+    fraction = F.regexp_replace(nine_digits, "0+$", "")
+    return F.when(fraction == "", whole).otherwise(F.concat(whole, F.lit("."), fraction))
