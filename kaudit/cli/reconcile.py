@@ -104,7 +104,9 @@ def reconcile(
                             "amount DOUBLE' [default: the sink columns' types]. A word after a "
                             "type says how the value is written: TIMESTAMP SECONDS|MILLIS|"
                             "MICROS (since the epoch), DATE DAYS, DECIMAL(p,s) BASE64 "
-                            "(Kafka Connect's Decimal).")] = None,
+                            "(Kafka Connect's Decimal), TIME MILLIS|MICROS|NANOS (since "
+                            "midnight). TIME, UUID and JSON are compared as what they are.")
+    ] = None,
     envelope: Annotated[Envelope, typer.Option(
         case_sensitive=False, help="debezium: each value is a Debezium change event (JSON, "
                                    "with or without schema/payload); implies --mode upsert. "

@@ -96,3 +96,75 @@ def test_longs_and_decimals_are_exact_against_postgresql(lab: Lab, topic: str,
         "--compare", "big,price,note", "--samples", "10")
     assert code == 1, stderr
     assert_exact(doc)
+
+
+# Kafka Connect's JSON converter with schemas on: each value names its fields' semantic
+# types, as Debezium's PostgreSQL source writes a time, a uuid and a jsonb column.
+CONNECT_SCHEMA = {"type": "struct", "fields": [
+    {"field": "id", "type": "int64"},
+    {"field": "opens", "type": "int64", "name": "io.debezium.time.MicroTime"},
+    {"field": "ref", "type": "string", "name": "io.debezium.data.Uuid"},
+    {"field": "attrs", "type": "string", "name": "io.debezium.data.Json"}]}
+# id -> (opens in µs of the day, ref, attrs) in the topic; the table holds SINK_ROWS.
+TOPIC_ROWS = {
+    1: (28800123456, "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", '{"b": 1, "a": [1, 2.50]}'),
+    2: (28800123457, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12", '{"a": 1}'),
+    3: (0, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a13", '{"a": 1}'),
+    4: (86399999999, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a14", '{"a": {"y": 1, "x": 2}}'),
+    5: (43200000000, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a15", '{"a": "x y"}'),
+}
+SINK_ROWS = {
+    1: ("08:00:00.123456", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", '{"a": [1, 2.5], "b": 1}'),
+    2: ("08:00:00.123456", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12", '{"a": 1}'),  # 1 µs
+    3: ("00:00:00", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1f", '{"a": 1}'),  # a uuid's digit
+    4: ("23:59:59.999999", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a14", '{"a": {"x": 2, "y": 1}}'),
+    5: ("12:00:00", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a15", '{"a": "x\u00a0y"}'),  # nbsp
+}
+
+
+def test_times_uuids_and_json_are_compared_as_what_they_are(
+        lab: Lab, postgres: Postgres, tmp_path: Path) -> None:
+    from confluent_kafka import Producer
+
+    name = create_topic(lab, "kinds", 1)
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
+    for i, (opens, ref, attrs) in TOPIC_ROWS.items():
+        payload = {"id": i, "opens": opens, "ref": ref, "attrs": attrs}
+        producer.produce(name, key=str(i),
+                         value=json.dumps({"schema": CONNECT_SCHEMA, "payload": payload}))
+    assert producer.flush(30) == 0
+    table = f"kinds_{uuid.uuid4().hex[:6]}"
+    postgres.psql(f"create table {table} (id bigint, opens time, ref uuid, attrs jsonb, "
+                  "wide numeric(38,0))")
+    postgres.psql(f"insert into {table} values " + ",".join(
+        f"({i},'{t}','{r}','{a}',{i})" for i, (t, r, a) in SINK_ROWS.items()))
+    password_file = tmp_path / "pw"
+    password_file.write_text(postgres.password)
+    sink = ("--sink", f"{postgres.jdbc_url}?table={table}", "--sink-option",
+            f"user={postgres.user}", "--sink-option", f"password-file={password_file}")
+    try:
+        code, doc, stderr = reconcile(lab, "--topic", name, *sink, "--envelope", "connect",
+                                      "--mode", "upsert", "--key", "id",
+                                      "--compare", "opens,ref,attrs", "--samples", "10")
+        assert code == 1, stderr
+        assert doc["counts"]["mismatched"] == 3, doc["counts"]
+        assert {(int(s["key"]), s["column"], s["topic_value"], s["sink_value"])
+                for s in doc["samples"]["mismatched"]} == {
+            (2, "opens", "08:00:00.123457", "08:00:00.123456"),
+            (3, "ref", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a13",
+             "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1f"),
+            (5, "attrs", '{"a":"x y"}', '{"a":"x\u00a0y"}')}
+        assert {f["column"]: (f["topic_type"], f["sink_type"], f["compared_as"])
+                for f in doc["fields"]} == {
+            "opens": ("time", "time without time zone", "time"),
+            "ref": ("uuid", "uuid", "uuid"), "attrs": ("json", "jsonb", "json")}
+        # Two decimals no 38-digit decimal holds exactly: said, exit 2, before any compare.
+        code, _, stderr = reconcile(lab, "--topic", name, *sink, "--envelope", "connect",
+                                    "--key", "id", "--compare", "wide",
+                                    "--schema", "id BIGINT, wide DECIMAL(38,10)")
+        assert code == 2, stderr
+        assert "kaudit: error: column wide: decimal(38,10) and decimal(38,0) compared " \
+            "exactly need 38 integer digits and 10 decimal places" in stderr
+        assert "Traceback" not in stderr
+    finally:
+        admin(lab).delete_topics([name])
