@@ -21,6 +21,7 @@ from kaudit.reconcile.difference import add_differences
 from kaudit.reconcile.formats import value_format
 from kaudit.reconcile.formats.base import joined_key
 from kaudit.reconcile.canonical import canonical
+from kaudit.reconcile.hints import refuse_misread
 from kaudit.reconcile.kinds import (
     TooWide,
     compared_as,
@@ -210,6 +211,8 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                    str(max(1, spark.sparkContext.defaultParallelism)))
     sink_table = read_sink(spark, sink_spec)
     types = read_types(request, sink_table)  # from the sink's own columns: the keys' too
+    refuse_misread(request, {n: t.simpleString() for n, t in types.items()},
+                   sink_spec.database_kinds())
     sink = shape_sink(sink_table, request)
     raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
     topic = decode_topic(raw, request, types)

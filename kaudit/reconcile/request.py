@@ -28,6 +28,9 @@ class ReconcileRequest:
     """What the values' own schema says of some fields' types (Connect's and Debezium's
     semantic types, in ``--schema``'s grammar): filled by the field check from the sampled
     values, never by the user; ``--schema``'s fields win."""
+    sampled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    """Some values of each field the field check sampled (:mod:`kaudit.reconcile.hints`):
+    filled by it, never by the user."""
     envelope: Literal["none", "debezium", "connect"] = "none"
     """``debezium``: each value is a change event; the row is its ``after``. ``connect``:
     the record is the ``payload`` of Kafka Connect's JSON converter wrapper."""

@@ -158,6 +158,15 @@ def test_times_uuids_and_json_are_compared_as_what_they_are(
                 for f in doc["fields"]} == {
             "opens": ("time", "time without time zone", "time"),
             "ref": ("uuid", "uuid", "uuid"), "attrs": ("json", "jsonb", "json")}
+        # Read without the schema beside them, the counts since midnight are whole numbers
+        # for a time column: refused before the comparison, with the word that reads them.
+        code, _, stderr = reconcile(lab, "--topic", name, *sink, "--key", "payload.id",
+                                    "--compare", "payload.opens", "--map", "payload.id=id",
+                                    "--map", "payload.opens=opens")
+        assert code == 2, stderr
+        assert "field payload.opens: the 5 values sampled are whole numbers (e.g. " \
+            "28800123456) where sink column opens is a time of day; by their size they " \
+            "count microseconds since midnight: 'payload.opens TIME MICROS'" in stderr
         # Two decimals no 38-digit decimal holds exactly: said, exit 2, before any compare.
         code, _, stderr = reconcile(lab, "--topic", name, *sink, "--envelope", "connect",
                                     "--key", "id", "--compare", "wide",

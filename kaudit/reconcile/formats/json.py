@@ -25,6 +25,7 @@ from kaudit.reconcile.envelope import (
     wrapper_schema,
 )
 from kaudit.reconcile.formats.base import Decoded, ValueFormat
+from kaudit.reconcile.hints import field_values
 from kaudit.reconcile.infer import field_paths, not_objects
 from kaudit.reconcile.kinds import Kind, json_number_type, kind_of
 from kaudit.reconcile.semantic import semantic_fields
@@ -140,6 +141,8 @@ def _check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
     records of each partition, so a field added to a topic later is still seen. Returns
     the request with what the values' own schema says of their types
     (:func:`with_value_types`)."""
+    from dataclasses import replace
+
     from kaudit.reconcile.source import sample_values  # not at the top: the CLI's start-up
 
     wanted = request.value_fields()
@@ -159,6 +162,7 @@ def _check_fields_exist(conn: ConnectionSettings, request: ReconcileRequest,
     elif request.envelope == "connect":
         rows = connect_rows(texts)
     known = field_paths(rows)
+    request = replace(request, sampled=field_values(rows, wanted))
     hint = None if known else not_objects(rows)
     for name in wanted:
         if name not in known:
@@ -355,7 +359,7 @@ def _convert(text: Any, target: Any, encoding: Encoding | None = None) -> Any:
     if isinstance(target, BooleanType):
         return text.try_cast("boolean")
     if isinstance(target, TimestampType | TimestampNTZType | DateType):
-        # ISO text, or a number of seconds since the epoch.
+        # ISO text, or a number of seconds since the epoch (its digits, not a double's).
         return F.coalesce(text.try_cast("timestamp"),
-                          F.timestamp_seconds(text.try_cast("double")))
+                          F.timestamp_seconds(text.try_cast("decimal(38,9)")))
     return text
