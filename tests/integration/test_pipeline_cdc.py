@@ -3,7 +3,12 @@ JDBC sink (upsert, deletes) -> another PostgreSQL table, on the lab's Kafka Conn
 the worker SIGKILLed between two batches of changes and restarted while the second is
 written. Debezium's events, read by ``reconcile --envelope debezium`` as the connector
 wrote them, are compared with the sink table and with the source table itself; the counts
-are checked against SQL truth computed here, and a sink row deleted by hand is found."""
+are checked against SQL truth computed here, and a sink row deleted by hand is found.
+
+Then Debezium's source with its default settings (``decimal.handling.mode=precise``,
+``time.precision.mode=adaptive``; JSON with schemas) on a table of every common column type:
+the events equal the source table with nothing declared, and a copy with one cell of each
+type changed by its smallest step is found cell by cell."""
 
 from __future__ import annotations
 
@@ -143,6 +148,103 @@ def test_a_cdc_pipeline_with_a_killed_worker_is_reconciled_with_both_tables(
         code, doc, stderr = reconcile(lab, *common, *sink_args(postgres, source, tmp_path))
         assert code == 0, json.dumps([doc.get("counts"), stderr])
         assert doc["counts"]["sink_rows"] == int(postgres.psql(f"select count(*) from {source}"))
+    finally:
+        postgres.psql(f"select pg_drop_replication_slot('slot_{suffix}') from pg_replication_slots "
+                      f"where slot_name = 'slot_{suffix}' and not active")
+        admin(lab).delete_topics([topic])
+
+
+TYPED = ("amount numeric(12,2), ratio double precision, created timestamp, paid timestamptz, "
+         "day date, opens time, ref uuid, attrs jsonb, note text, active boolean")
+TYPED_COLUMNS = [c.split()[0] for c in TYPED.split(", ")]
+# Rows 1-30 of every kind, row 0 at the edges (before 1970, a leap day, midnight, a
+# negative amount, a long above 2^53 in JSON) and row 31 all null.
+TYPED_ROWS = (
+    "select g, (g * 1.25 - 0.01)::numeric(12,2), g / 3.0, "
+    "timestamp '2025-11-28 08:00:00.046993' + g * interval '1 day 1 microsecond', "
+    "timestamptz '2025-11-28 08:00:00.5+02' + g * interval '61 minutes', "
+    "date '2024-02-28' + g, time '08:00:00.123456' + g * interval '1001 milliseconds', "
+    "md5(g::text)::uuid, jsonb_build_object('n', g, 'tags', jsonb_build_array('a', g * 2.5)), "
+    "'note ' || g, g % 2 = 0 from generate_series(1, 30) g")
+EDGE_ROW = ("(0, -0.01, -1e-300, '1969-12-31 23:59:59.999999', '1969-12-31 23:59:59.999999Z', "
+            "'1960-02-29', '00:00:00', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', "
+            "'{\"big\": 9007199254740993, \"z\": {\"b\": [], \"a\": null}}', '', false)")
+# column -> (row, the SQL that changes it by its smallest step) in the copy.
+CHANGES = {
+    "amount": (1, "amount + 0.01"), "ratio": (2, "ratio + 1e-15"),
+    "created": (3, "created + interval '1 microsecond'"),
+    "paid": (4, "paid + interval '1 microsecond'"), "day": (5, "day + 1"),
+    "opens": (6, "opens + interval '1 microsecond'"),
+    "ref": (8, "overlay(ref::text placing 'f' from 36)::uuid"),
+    "attrs": (9, "jsonb_set(attrs, '{n}', to_jsonb(10))"),
+    "note": (10, "replace(note, ' ', chr(160))"), "active": (12, "not active"),
+}
+
+
+def end_offsets(lab: Lab, topic: str) -> int:
+    """Records in the topic's one partition (0 before it exists)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": "kaudit-test-ends"})
+    try:
+        if topic not in consumer.list_topics(timeout=10).topics:
+            return 0
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+    finally:
+        consumer.close()
+
+
+def test_debezium_defaults_every_type_equal_to_the_table_and_each_cell_changed_found(
+        lab: Lab, worker: LabNode, postgres: Postgres, tmp_path: Path) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    source, prefix = f"typed_{suffix}", f"typed{suffix}"
+    topic = f"{prefix}.public.{source}"
+    postgres.psql(f"create table {source} (id bigint primary key, {TYPED})")
+    postgres.psql(f"insert into {source} {TYPED_ROWS}")
+    postgres.psql(f"insert into {source} values {EDGE_ROW}, (31{', null' * len(TYPED_COLUMNS)})")
+    name = f"pg-typed-{suffix}"
+    start_connector(worker, name, {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "tasks.max": "1", "database.hostname": "127.0.0.1",
+        "database.port": str(postgres.port), "database.user": postgres.user,
+        "database.password": postgres.password, "database.dbname": postgres.database,
+        "topic.prefix": prefix, "plugin.name": "pgoutput", "slot.name": f"slot_{suffix}",
+        "publication.name": f"pub_{suffix}", "publication.autocreate.mode": "filtered",
+        "table.include.list": f"public.{source}",
+        "topic.creation.default.replication.factor": "3",
+        "topic.creation.default.partitions": "1",
+    })
+    try:
+        wait_until(lambda: end_offsets(lab, topic) >= 32, 120, "the snapshot's 32 events")
+        # Changes after the snapshot: updates, deletes (an event and a tombstone each),
+        # inserts; each a transaction of its own.
+        postgres.psql(f"update {source} set amount = amount + 0.01, "
+                      "attrs = attrs || '{\"u\": true}' where id % 5 = 0 and id > 0")
+        postgres.psql(f"delete from {source} where id in (7, 14)")
+        postgres.psql(f"insert into {source} {TYPED_ROWS.replace('select g,', 'select g + 100,')}"
+                      .replace("generate_series(1, 30)", "generate_series(1, 2)"))
+        wait_until(lambda: end_offsets(lab, topic) >= 32 + 6 + 4 + 2, 120, "the changes' events")
+        delete_connector(worker, name)
+        common = ["--topic", topic, "--envelope", "debezium", "--key", "id",
+                  "--compare", ",".join(TYPED_COLUMNS), "--samples", "20"]
+        code, doc, stderr = reconcile(lab, *common, *sink_args(postgres, source, tmp_path))
+        assert code == 0, json.dumps([doc.get("counts"), doc.get("samples"), stderr])
+        assert doc["counts"]["sink_rows"] == 32 - 2 + 2
+        assert {f["column"]: f["compared_as"] for f in doc["fields"]} == {
+            "amount": "decimal(12,2)", "ratio": "float", "created": "timestamp",
+            "paid": "timestamp", "day": "date", "opens": "time", "ref": "uuid",
+            "attrs": "json", "note": "text", "active": "boolean"}
+        copy = f"typed_copy_{suffix}"
+        postgres.psql(f"create table {copy} as select * from {source}")
+        for column, (row, change) in CHANGES.items():
+            postgres.psql(f"update {copy} set {column} = {change} where id = {row}")
+        code, doc, stderr = reconcile(lab, *common, *sink_args(postgres, copy, tmp_path))
+        assert code == 1, stderr
+        counts = doc["counts"]
+        assert (counts["mismatched"], counts["missing_in_sink"], counts["extra_in_sink"],
+                counts["undecodable"]) == (len(CHANGES), 0, 0, 0), json.dumps(doc["samples"])
+        assert {s["column"]: int(s["key"]) for s in doc["samples"]["mismatched"]} == {
+            c: row for c, (row, _) in CHANGES.items()}
     finally:
         postgres.psql(f"select pg_drop_replication_slot('slot_{suffix}') from pg_replication_slots "
                       f"where slot_name = 'slot_{suffix}' and not active")
