@@ -103,7 +103,7 @@ def reconcile(
         metavar="DDL", help="Types of the key and compared JSON fields, e.g. 'id BIGINT, "
                             "amount DOUBLE' [default: the sink columns' types]. A word after a "
                             "type says how the value is written: TIMESTAMP SECONDS|MILLIS|"
-                            "MICROS (since the epoch), DATE DAYS, DECIMAL(p,s) BASE64 "
+                            "MICROS|NANOS (since the epoch), DATE DAYS, DECIMAL(p,s) BASE64 "
                             "(Kafka Connect's Decimal), TIME MILLIS|MICROS|NANOS (since "
                             "midnight). TIME, UUID and JSON are compared as what they are.")
     ] = None,

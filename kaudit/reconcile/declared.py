@@ -34,7 +34,8 @@ class Encoding(StrEnum):
     MICROS = "micros"
     """A time as whole microseconds since the epoch (Debezium's MicroTimestamp)."""
     NANOS = "nanos"
-    """A time of day as whole nanoseconds since midnight (Debezium's NanoTime)."""
+    """A time as whole nanoseconds since the epoch (Debezium's NanoTimestamp), a time of
+    day since midnight (Debezium's NanoTime)."""
     DAYS = "days"
     """A date as days since 1970-01-01 (Connect's and Debezium's Date)."""
     BASE64 = "base64"
@@ -42,7 +43,7 @@ class Encoding(StrEnum):
     the scale being the declared one (Connect's Decimal, Debezium's precise mode)."""
 
 
-_TIMES = frozenset({Encoding.SECONDS, Encoding.MILLIS, Encoding.MICROS})
+_TIMES = frozenset({Encoding.SECONDS, Encoding.MILLIS, Encoding.MICROS, Encoding.NANOS})
 #: Which encodings each base type takes.
 ENCODINGS_FOR = {"timestamp": _TIMES, "timestamp_ntz": _TIMES, "timestamp_ltz": _TIMES,
                  "date": frozenset({Encoding.DAYS}),
@@ -74,8 +75,8 @@ class Declaration:
     names: tuple[str, ...] = ()
     """The top-level fields declared, in order."""
     kinds: dict[str, str] = field(default_factory=dict)
-    """Field -> the kaudit type it was declared as (``time``, ``uuid``, ``json``): Spark
-    reads it as a STRING."""
+    """Field -> the kaudit type it was declared as (``time``, ``uuid``, ``json``: Spark
+    reads it as a STRING; ``timestamp_ns``, a TIMESTAMP NANOS: as a BIGINT)."""
 
 
 def parse_declaration(text: str) -> Declaration:
@@ -113,6 +114,9 @@ def parse_declaration(text: str) -> Declaration:
             raise InputError(f"--schema: {name} is declared twice")
         seen.add(name)
         seen_order.append(name)
+        if encoding is Encoding.NANOS and base.startswith("timestamp"):
+            # Spark holds microseconds: the count itself is compared (kinds.NANO_TIMESTAMP).
+            kinds[name], type_text = "timestamp_ns", "BIGINT"
         if base in KAUDIT_TYPES:
             if type_text.strip().lower() != base:
                 raise InputError(f"--schema: {name}: {base.upper()} takes no parameters")

@@ -21,6 +21,8 @@ def decoded(text: Any, target: Any, encoding: Encoding) -> Any:
 
     if isinstance(target, StringType) and encoding in _TIME_UNITS:
         return time_from_count(text, _TIME_UNITS[encoding])
+    if encoding is Encoding.NANOS:  # since the epoch: the count is compared as it is
+        return text.try_cast("bigint")
     if encoding is Encoding.SECONDS:
         return F.timestamp_seconds(text.try_cast("decimal(38,9)")).cast(target)
     if encoding is Encoding.MILLIS:

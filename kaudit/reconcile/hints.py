@@ -32,7 +32,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Each unit a count since the epoch may be in, with the largest count in it that is still
 # before the year 5000: the smallest unit whose bound the values stay under is theirs.
 _EPOCH_UNITS = (("SECONDS", "seconds", 1, 10**11), ("MILLIS", "milliseconds", 10**3, 10**14),
-                ("MICROS", "microseconds", 10**6, 10**17))
+                ("MICROS", "microseconds", 10**6, 10**17),
+                ("NANOS", "nanoseconds", 10**9, 2**63))
 _DAY_UNITS = (("MILLIS", "milliseconds", 86_400 * 10**3),
               ("MICROS", "microseconds", 86_400 * 10**6),
               ("NANOS", "nanoseconds", 86_400 * 10**9))
@@ -83,13 +84,15 @@ def encoding_hint(field: str, values: tuple[Any, ...], sink: ValueType,
                 if word == "SECONDS":
                     return None  # read as seconds already
                 at = _EPOCH + timedelta(microseconds=example * 10**6 // per_second)
+                if word == "NANOS":  # timedelta holds microseconds: the rest as digits
+                    at_text = at.isoformat().replace("+00:00", "") + f"{example % 1000:03d}Z"
+                else:
+                    at_text = at.isoformat().replace("+00:00", "Z")
                 return (f"{start}whole numbers (e.g. {example}) where sink column {column} is "
                         f"a timestamp; by their size they count {unit} since the epoch "
-                        f"({at.isoformat().replace('+00:00', 'Z')}): '{field} TIMESTAMP "
+                        f"({at_text}): '{field} TIMESTAMP "
                         f"{word}'{declare}")
-        return (f"{start}whole numbers (e.g. {example}) where sink column {column} is a "
-                "timestamp; by their size they count nanoseconds since the epoch, which "
-                "kaudit does not read yet (timestamps are compared to the microsecond)")
+        return None
     if whole and sink.kind is Kind.DATE and max(abs(v) for v in values) < 3_000_000:
         day = (_EPOCH + timedelta(days=example)).date()
         return (f"{start}whole numbers (e.g. {example}) where sink column {column} is a "

@@ -23,7 +23,9 @@ from kaudit.reconcile.formats.base import joined_key
 from kaudit.reconcile.canonical import canonical
 from kaudit.reconcile.hints import refuse_misread
 from kaudit.reconcile.kinds import (
+    Kind,
     TooWide,
+    ValueType,
     compared_as,
     database_kind,
     display_scales,
@@ -114,7 +116,7 @@ def align_types(topic: Any, sink: Any, columns: list[str],
             target = compared_as(t_kind, s_kind)
         except TooWide as exc:
             raise InputError(f"column {c}: {exc}; declare it with --schema") from None
-        t_col, s_col = F.col(c).cast(target.spark), F.col(c).cast(target.spark)
+        t_col, s_col = as_target(F.col(c), t_kind, target), as_target(F.col(c), s_kind, target)
         if target.round_to is not None:  # a float with a decimal: at the decimal's scale
             t_col, s_col = F.round(t_col, target.round_to), F.round(s_col, target.round_to)
         topic = topic.withColumn(c, canonical(t_col, target.kind))
@@ -123,6 +125,18 @@ def align_types(topic: Any, sink: Any, columns: list[str],
             else s_types[c]
         fields.append(FieldTypes(c, topic_kinds.get(c, t_types[c]), shown_sink, str(target)))
     return topic, sink, fields
+
+
+def as_target(column: Any, side: ValueType, target: ValueType) -> Any:
+    """One side's column cast to the type it is compared as; nanoseconds since the epoch
+    compared with a timestamp are cut to its microseconds (floored, before 1970 too)."""
+    from pyspark.sql import functions as F
+
+    if target.from_nanos and side.kind is Kind.NANO_TIMESTAMP:
+        # In decimals: a long of nanoseconds divided as a double would lose its last digits.
+        whole = (column - F.pmod(column, F.lit(1000))).cast("decimal(20,0)")
+        return F.timestamp_micros((whole / F.lit(1000)).cast("bigint")).cast(target.spark)
+    return column.cast(target.spark)
 
 
 def hashed(topic: Any, sink: Any, compared: list[str],

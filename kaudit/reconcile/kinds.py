@@ -32,6 +32,9 @@ class Kind(StrEnum):
     """An instant (Spark's TIMESTAMP)."""
     LOCAL_TIMESTAMP = "local timestamp"
     """A wall-clock time without a zone (Spark's TIMESTAMP_NTZ)."""
+    NANO_TIMESTAMP = "timestamp_ns"
+    """An instant to the nanosecond, carried as nanoseconds since the epoch (a long:
+    1677-09-21 to 2262-04-11): Spark's timestamps hold microseconds."""
     BYTES = "bytes"
     TEXT = "text"
     TIME = "time"
@@ -80,6 +83,9 @@ class ValueType:
     precision: int = 0
     scale: int = 0
     round_to: int | None = None
+    from_nanos: bool = False
+    """A timestamp compared with nanoseconds since the epoch: those are cut to the
+    microseconds the timestamp holds."""
 
     @property
     def spark(self) -> str:
@@ -93,13 +99,16 @@ class ValueType:
             return f"decimal({self.precision},{self.scale})"
         if self.round_to is not None:
             return f"float rounded to {self.round_to} decimal place(s)"
+        if self.from_nanos:
+            return f"{self.kind.value} (nanoseconds cut to microseconds)"
         return self.kind.value
 
 
 _SPARK = {Kind.INTEGER: "bigint", Kind.FLOAT: "double", Kind.BOOLEAN: "boolean",
           Kind.DATE: "date", Kind.TIMESTAMP: "timestamp",
           Kind.LOCAL_TIMESTAMP: "timestamp_ntz", Kind.BYTES: "binary", Kind.TEXT: "string",
-          Kind.TIME: "string", Kind.UUID: "string", Kind.JSON: "string"}
+          Kind.TIME: "string", Kind.UUID: "string", Kind.JSON: "string",
+          Kind.NANO_TIMESTAMP: "bigint"}
 
 INTEGER = ValueType(Kind.INTEGER)
 FLOAT = ValueType(Kind.FLOAT)
@@ -115,6 +124,8 @@ def kind_of(spark_type: str) -> ValueType:
     name = spark_type.strip().lower()
     if name in TEXT_KINDS:
         return ValueType(TEXT_KINDS[name])
+    if name == Kind.NANO_TIMESTAMP.value:
+        return ValueType(Kind.NANO_TIMESTAMP)
     if name in _INTEGERS:
         return INTEGER
     if m := _DECIMAL.fullmatch(name):
@@ -144,10 +155,19 @@ def compared_as(topic: ValueType, sink: ValueType) -> ValueType:
     - float with float or integer: float (IEEE doubles);
     - a time with a time: the timestamp if either is one, else the date; with another kind
       a timestamp all the same (text converted where it reads as one);
+    - nanoseconds since the epoch with themselves or an integer: exactly, as a long; with
+      a timestamp: the timestamp, the nanoseconds cut to its microseconds (said so);
     - a time of day, a UUID or JSON with itself or text: that kind (its canonical text);
     - the same kind otherwise: that kind; else text.
     """
     a, b = topic.kind, sink.kind
+    if Kind.NANO_TIMESTAMP in (a, b):
+        other = b if a is Kind.NANO_TIMESTAMP else a
+        if other in (Kind.NANO_TIMESTAMP, Kind.INTEGER):  # a long of nanoseconds, exactly
+            return ValueType(Kind.NANO_TIMESTAMP)
+        if other in (Kind.TIMESTAMP, Kind.LOCAL_TIMESTAMP):
+            return ValueType(other, from_nanos=True)
+        return TEXT
     if a in _NUMBERS and b in _NUMBERS:
         if a is b is Kind.INTEGER:
             return INTEGER

@@ -7,7 +7,7 @@ A field of a semantic type (the schema's ``name``: ``io.debezium.time.MicroTimes
 says, as a ``--schema`` declaration would make it (:mod:`kaudit.reconcile.declared`); a
 field of a plain type is left to the sink column's type. A time of day, a UUID and a JSON
 document are read as kaudit's TIME, UUID and JSON (compared as their canonical text). A type
-kaudit cannot hold exactly (nanosecond timestamps, variable-scale decimals) is named in
+kaudit cannot hold exactly (a time of day with an offset, variable-scale decimals) is named in
 :data:`NOT_READ` and left to the sink column's type, with the reason.
 
 Pure: it reads the schema's JSON only.
@@ -36,6 +36,7 @@ _BY_NAME = {
     "org.apache.kafka.connect.data.Timestamp": SemanticType("TIMESTAMP", Encoding.MILLIS),
     "io.debezium.time.Timestamp": SemanticType("TIMESTAMP", Encoding.MILLIS),
     "io.debezium.time.MicroTimestamp": SemanticType("TIMESTAMP", Encoding.MICROS),
+    "io.debezium.time.NanoTimestamp": SemanticType("TIMESTAMP", Encoding.NANOS),
     "io.debezium.time.ZonedTimestamp": SemanticType("TIMESTAMP"),
     "io.debezium.time.IsoTimestamp": SemanticType("TIMESTAMP"),
     "io.debezium.time.IsoDate": SemanticType("DATE"),
@@ -50,7 +51,6 @@ _BY_NAME = {
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 #: Semantic types read as the sink column's type, and why.
 NOT_READ = {
-    "io.debezium.time.NanoTimestamp": "nanoseconds since the epoch: Spark holds microseconds",
     "io.debezium.time.ZonedTime": "a time of day with an offset: no sink type holds one "
                                   "alike",
     "io.debezium.data.VariableScaleDecimal": "a decimal whose scale each value carries",

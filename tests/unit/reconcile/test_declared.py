@@ -43,6 +43,13 @@ def test_the_request_names_declared_kinds_by_sink_column_and_the_declaration_win
     assert bare.declared_kinds() == {"at": "time", "o_attrs": "json"}
 
 
+def test_nanoseconds_since_the_epoch_are_read_as_the_count_itself() -> None:
+    d = parse_declaration("id BIGINT, at TIMESTAMP NANOS, local TIMESTAMP_NTZ nanos")
+    assert d.ddl == "id BIGINT, at BIGINT, local BIGINT"
+    assert d.kinds == {"at": "timestamp_ns", "local": "timestamp_ns"}
+    assert d.encodings == {"at": Encoding.NANOS, "local": Encoding.NANOS}
+
+
 def test_nested_types_and_quoted_names_keep_their_commas() -> None:
     d = parse_declaration("customer STRUCT<id: BIGINT, name: STRING>, `odd, name` MAP<STRING,"
                           " INT>, xs ARRAY<DECIMAL(5,1)>")
@@ -59,7 +66,8 @@ def test_nested_types_and_quoted_names_keep_their_commas() -> None:
     ("amount DOUBLE BASE64", "amount: BASE64 applies to DEC or DECIMAL or NUMERIC, not DOUBLE"),
     ("day DATE MICROS",
      "day: MICROS applies to TIME or TIMESTAMP or TIMESTAMP_LTZ or TIMESTAMP_NTZ, not DATE"),
-    ("t TIMESTAMP NANOS", "t: NANOS applies to TIME, not TIMESTAMP"),
+    ("d DATE NANOS", "d: NANOS applies to TIME or TIMESTAMP or TIMESTAMP_LTZ or "
+                     "TIMESTAMP_NTZ, not DATE"),
     ("t TIME SECONDS", "t: SECONDS applies to TIMESTAMP or TIMESTAMP_LTZ or TIMESTAMP_NTZ, "
                        "not TIME"),
     ("t TIME(3)", "t: TIME takes no parameters"),

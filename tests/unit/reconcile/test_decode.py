@@ -207,6 +207,30 @@ def test_each_time_unit_reads_as_the_same_text(spark: SparkSession, declared: st
     assert [(r[7], r[8]) for r in rows(result)] == [(expected, "00:00:00")]
 
 
+def test_nanoseconds_since_the_epoch_exactly_as_longs_and_cut_to_a_timestamps_micros(
+        spark: SparkSession) -> None:
+    ns = 1764316800046993123  # 2025-11-28T08:00:00.046993123Z
+    values = [{"id": 1, "at": ns}, {"id": 2, "at": ns}, {"id": 3, "at": -1},
+              {"id": 4, "at": -1001}, {"id": 5, "at": 2**63 - 1}]
+    at = datetime(2025, 11, 28, 8, 0, 0, 46993)
+    # A timestamp sink holds microseconds: the nanoseconds are cut to them (floored: -1 ns
+    # is the last microsecond of 1969), and the report says so.
+    sink = [(1, at), (2, datetime(2025, 11, 28, 8, 0, 0, 46994)),
+            (3, datetime(1969, 12, 31, 23, 59, 59, 999999)),
+            (4, datetime(1969, 12, 31, 23, 59, 59, 999998)),
+            (5, datetime(2262, 4, 11, 23, 47, 16, 854775))]
+    result = reconcile(spark, values, sink, "id long, at timestamp", mode="upsert",
+                       compare=("at",), value_types="`at` TIMESTAMP NANOS")
+    assert result.counts() == counts(mismatched=1)
+    assert [(r[1], r[7], r[8]) for r in rows(result)] == [
+        ("2", "2025-11-28 08:00:00.046993", "2025-11-28 08:00:00.046994")]
+    # A long of nanoseconds (Parquet's): compared exactly, to the last digit.
+    longs = [(1, ns), (2, ns + 1), (3, -1), (4, -1001), (5, 2**63 - 1)]
+    exact = reconcile(spark, values, longs, "id long, at long", mode="upsert",
+                      compare=("at",), schema="id BIGINT, at TIMESTAMP NANOS")
+    assert [(r[1], r[7], r[8]) for r in rows(exact)] == [("2", str(ns), str(ns + 1))]
+
+
 def connect_decimal(unscaled: int) -> str:
     """Connect's Decimal as its JSON converter writes it: base64 of the big-endian
     two's-complement bytes of the unscaled value."""

@@ -83,6 +83,19 @@ def test_time_uuid_and_json_read_text_as_themselves_and_nothing_else(kind: Kind)
     assert kind_of(kind.value) == it
 
 
+def test_nanoseconds_compare_exactly_as_longs_and_with_a_timestamp_at_its_microseconds() -> None:
+    nanos, ts = ValueType(Kind.NANO_TIMESTAMP), ValueType(Kind.TIMESTAMP)
+    assert kind_of("timestamp_ns") == nanos and nanos.spark == "bigint"
+    assert compared_as(nanos, nanos) == nanos and compared_as(nanos, INTEGER) == nanos
+    assert compared_as(INTEGER, nanos) == nanos  # a Parquet long of nanoseconds
+    cut = compared_as(nanos, ts)
+    assert cut.kind is Kind.TIMESTAMP and cut.from_nanos and cut.spark == "timestamp"
+    assert str(cut) == "timestamp (nanoseconds cut to microseconds)"
+    local = compared_as(ValueType(Kind.LOCAL_TIMESTAMP), nanos)
+    assert local.kind is Kind.LOCAL_TIMESTAMP and local.from_nanos
+    assert compared_as(nanos, TEXT) == TEXT and compared_as(nanos, FLOAT) == TEXT
+
+
 @pytest.mark.parametrize(("database", "expected"), [
     ("jsonb", Kind.JSON), ("json", Kind.JSON), ("uuid", Kind.UUID),
     ("time without time zone", Kind.TIME), ("time(3) without time zone", Kind.TIME),
