@@ -6,6 +6,9 @@ their texts are:
   (``08:00:00``, ``08:00:00.5``, ``23:59:59.999999999``), from a time's text or from a
   count of milliseconds, microseconds or nanoseconds since midnight;
 - a UUID: lower case, without surrounding blanks;
+- a decimal wider than Spark's: its digits, no leading zeros before the point nor trailing
+  ones after it, no exponent, ``-`` only before a value other than zero (``012.50``,
+  ``12.5``, ``1.25e1`` all write ``12.5``);
 - JSON: as Spark's VARIANT writes it, keys sorted, no whitespace, a number by its value
   (``2.50`` as ``2.5``; a 64-bit integer keeps every digit).
 
@@ -19,6 +22,9 @@ from typing import Any
 
 from kaudit.reconcile.kinds import Kind
 
+_NUMBER_TEXT = r"^\s*([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?\s*$"
+#: The largest exponent written out in digits; beyond it a number keeps its own text.
+_MAX_EXPONENT = 1000
 NANOS_PER_SECOND = 1_000_000_000
 NANOS_PER_DAY = 86_400 * NANOS_PER_SECOND
 _TIME_TEXT = r"^\s*(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?\s*$"
@@ -34,6 +40,8 @@ def canonical(column: Any, kind: Kind) -> Any:
         return F.lower(F.trim(column))
     if kind is Kind.TIME:
         return F.coalesce(_time_from_text(column), column)
+    if kind is Kind.WIDE_DECIMAL:
+        return F.coalesce(_number_text(column), column)
     return column
 
 
@@ -72,3 +80,50 @@ def _time_text(hours: Any, minutes: Any, seconds: Any, nine_digits: Any) -> Any:
                             seconds.cast("int"))
     fraction = F.regexp_replace(nine_digits, "0+$", "")
     return F.when(fraction == "", whole).otherwise(F.concat(whole, F.lit("."), fraction))
+
+
+def let(value: Any, body: Any) -> Any:
+    """``body(v)`` with ``value`` computed once: each use of ``v`` reads it, where each use
+    of ``value`` itself would copy its whole expression (Spark inlines columns)."""
+    from pyspark.sql import functions as F
+
+    return F.aggregate(F.array(F.lit(0)), value, lambda acc, _: acc, body)
+
+
+def _number_text(text: Any) -> Any:
+    """A number's text (digits, a point, an exponent) as the canonical text; null when it
+    is not one."""
+    from pyspark.sql import functions as F
+
+    def part(i: int) -> Any:
+        return F.regexp_extract(text, _NUMBER_TEXT, i)
+
+    exponent = F.when(part(4) == "", F.lit(0)).otherwise(part(4).cast("int"))
+    parsed = F.struct(part(1).alias("sign"), F.concat(part(2), part(3)).alias("digits"),
+                      (F.length(part(2)) + exponent).alias("point"),
+                      (text.rlike(_NUMBER_TEXT) & (F.abs(exponent) <= _MAX_EXPONENT))
+                      .alias("valid"))
+
+    def written(n: Any) -> Any:
+        digits, point, size = n["digits"], n["point"], F.length(n["digits"])
+        # The digits before and after the point, once the exponent has moved it.
+        before = F.when(point <= 0, F.lit("")).when(point >= size, F.concat(
+            digits, F.repeat(F.lit("0"), point - size))).otherwise(
+            F.substring(digits, F.lit(1), point))
+        after = F.when(point <= 0, F.concat(F.repeat(F.lit("0"), -point), digits)).when(
+            point >= size, F.lit("")).otherwise(F.substring(digits, point + 1, size))
+        return let(F.struct(F.regexp_replace(before, "^0+", "").alias("before"),
+                            F.regexp_replace(after, "0+$", "").alias("after")),
+                   lambda t: _signed(n["sign"], t["before"], t["after"],
+                                     n["valid"] & (size > 0)))
+
+    return let(parsed, written)
+
+
+def _signed(sign: Any, before: Any, after: Any, valid: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    magnitude = F.when(before == "", F.lit("0")).otherwise(before)
+    body = F.when(after == "", magnitude).otherwise(F.concat(magnitude, F.lit("."), after))
+    negative = (sign == "-") & (body != "0")
+    return F.when(valid, F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), body))

@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from kaudit.errors import InputError
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 
 #: Values kept per field from the field check's sample.
 KEPT = 50
+#: Significant digits a double keeps exactly: Spark's JSON reader writes a number with a
+#: fraction that it reads as text through a double.
+DOUBLE_DIGITS = 15
 _BASE64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Each unit a count since the epoch may be in, with the largest count in it that is still
@@ -48,7 +52,7 @@ def field_values(rows: Iterable[str | bytes | None],
         if text is None:
             continue
         try:
-            value = json.loads(text)
+            value = json.loads(text, parse_float=Decimal)  # every digit, as Kafka has it
         except (ValueError, UnicodeDecodeError):
             continue
         for f in fields:
@@ -73,6 +77,8 @@ def encoding_hint(field: str, values: tuple[Any, ...], sink: ValueType,
     if not values:
         return None
     whole = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    # A fraction the sample kept as a Decimal: a float to the other hints (an epoch count
+    # is whole; base64 is text).
     example = values[0]
     start = f"field {field}: the {len(values)} values sampled are "
     declare = ("; add it to --schema, which then names the key and every compared field "
@@ -105,6 +111,17 @@ def encoding_hint(field: str, values: tuple[Any, ...], sink: ValueType,
                 return (f"{start}whole numbers (e.g. {example}) where sink column {column} "
                         f"is a time of day; by their size they count {unit} since "
                         f"midnight: '{field} TIME {word}'{declare}")
+        return None
+    if sink.kind is Kind.WIDE_DECIMAL:
+        exact = next((v for v in values if isinstance(v, Decimal)
+                      and len(v.as_tuple().digits) > DOUBLE_DIGITS), None)
+        if exact is not None:
+            return (f"{start}JSON numbers, some with more digits than Spark's JSON reader "
+                    f"keeps in a fraction ({exact} has {len(exact.as_tuple().digits)}; a "
+                    f"double keeps {DOUBLE_DIGITS}) where sink column {column} is "
+                    "numeric wider than 38 digits: compared as read they could look equal "
+                    "where they differ. Write such numbers as JSON strings, or compare with "
+                    "a numeric(p,s) of at most 38 digits")
         return None
     if sink.kind is Kind.DECIMAL and all(_looks_base64(v) for v in values):
         return (f"{start}base64 text (e.g. {example!r}) where sink column {column} is "

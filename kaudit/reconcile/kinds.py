@@ -43,6 +43,9 @@ class Kind(StrEnum):
     UUID = "uuid"
     """A UUID, carried as its lower-case text (a database writes it so; a producer may
     not)."""
+    WIDE_DECIMAL = "wide decimal"
+    """A decimal no Spark decimal holds (PostgreSQL's bare ``numeric``, ``numeric(p,s)``
+    above 38 digits), carried as its canonical text: every digit, no trailing zeros."""
     JSON = "json"
     """A JSON document, compared structurally: key order, whitespace and a number's
     spelling (``2.50``, ``2.5``) never matter."""
@@ -66,6 +69,7 @@ _BY_NAME = {"float": Kind.FLOAT, "double": Kind.FLOAT, "real": Kind.FLOAT,
 #: The kinds Spark has no type for, carried as canonical text; named by the words
 #: ``--schema`` takes and by the database types that hold them.
 TEXT_KINDS = {"time": Kind.TIME, "uuid": Kind.UUID, "json": Kind.JSON}
+_WIDE_NUMERIC = re.compile(r"numeric(?:\((\d+)(?:,\s*-?\d+)?\))?")
 _DATABASE_NAMES = {"json": Kind.JSON, "jsonb": Kind.JSON, "uuid": Kind.UUID,
                    "time": Kind.TIME, "time without time zone": Kind.TIME}
 
@@ -108,7 +112,7 @@ _SPARK = {Kind.INTEGER: "bigint", Kind.FLOAT: "double", Kind.BOOLEAN: "boolean",
           Kind.DATE: "date", Kind.TIMESTAMP: "timestamp",
           Kind.LOCAL_TIMESTAMP: "timestamp_ntz", Kind.BYTES: "binary", Kind.TEXT: "string",
           Kind.TIME: "string", Kind.UUID: "string", Kind.JSON: "string",
-          Kind.NANO_TIMESTAMP: "bigint"}
+          Kind.NANO_TIMESTAMP: "bigint", Kind.WIDE_DECIMAL: "string"}
 
 INTEGER = ValueType(Kind.INTEGER)
 FLOAT = ValueType(Kind.FLOAT)
@@ -135,8 +139,13 @@ def kind_of(spark_type: str) -> ValueType:
 
 def database_kind(type_name: str) -> ValueType | None:
     """The kind a database column type holds where Spark reads it as text (``jsonb``,
-    ``uuid``, ``time``); None where Spark's own type says it."""
-    kind = _DATABASE_NAMES.get(re.sub(r"\(\d+\)", "", type_name).strip().lower())
+    ``uuid``, ``time``; a ``numeric`` wider than Spark's decimals, which Spark would read
+    as ``decimal(38,18)``, rounding); None where Spark's own type says it."""
+    name = type_name.strip().lower()
+    wide = _WIDE_NUMERIC.fullmatch(name)
+    if wide and (wide.group(1) is None or int(wide.group(1)) > MAX_PRECISION):
+        return ValueType(Kind.WIDE_DECIMAL)
+    kind = _DATABASE_NAMES.get(re.sub(r"\(\d+\)", "", name).strip())
     return ValueType(kind) if kind is not None else None
 
 
@@ -157,6 +166,7 @@ def compared_as(topic: ValueType, sink: ValueType) -> ValueType:
       a timestamp all the same (text converted where it reads as one);
     - nanoseconds since the epoch with themselves or an integer: exactly, as a long; with
       a timestamp: the timestamp, the nanoseconds cut to its microseconds (said so);
+    - a decimal wider than 38 digits with a number or text: its canonical text;
     - a time of day, a UUID or JSON with itself or text: that kind (its canonical text);
     - the same kind otherwise: that kind; else text.
     """
@@ -168,6 +178,11 @@ def compared_as(topic: ValueType, sink: ValueType) -> ValueType:
         if other in (Kind.TIMESTAMP, Kind.LOCAL_TIMESTAMP):
             return ValueType(other, from_nanos=True)
         return TEXT
+    if Kind.WIDE_DECIMAL in (a, b):
+        other = b if a is Kind.WIDE_DECIMAL else a
+        # Numbers and text compared as the wide decimal's canonical text: exact, any width.
+        return ValueType(Kind.WIDE_DECIMAL) if other in _NUMBERS | {Kind.WIDE_DECIMAL,
+                                                                     Kind.TEXT} else TEXT
     if a in _NUMBERS and b in _NUMBERS:
         if a is b is Kind.INTEGER:
             return INTEGER

@@ -197,11 +197,13 @@ def read_sink(spark: Any, sink: SinkSpec) -> Any:
                 "dbtable", sink.table)
             for key, value in sink.options.items():
                 reader = reader.option(key, value)
-            # A time of day read as its own text: Spark would make it a timestamp.
-            times = [c for c, k in sink.database_kinds().items() if k.kind is Kind.TIME]
-            if times:
+            # Read as their own text what Spark would misread: a time of day (as a timestamp)
+            # and a numeric wider than its decimals (rounded to decimal(38,18)).
+            texts = [c for c, k in sink.database_kinds().items()
+                     if k.kind in (Kind.TIME, Kind.WIDE_DECIMAL)]
+            if texts:
                 reader = reader.option("customSchema", ", ".join(
-                    "`" + c.replace("`", "``") + "` STRING" for c in times))
+                    "`" + c.replace("`", "``") + "` STRING" for c in texts))
             df = reader.load()
             df.schema  # noqa: B018 - resolving the schema is the connection check
             return df

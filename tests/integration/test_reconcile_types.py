@@ -104,7 +104,12 @@ CONNECT_SCHEMA = {"type": "struct", "fields": [
     {"field": "id", "type": "int64"},
     {"field": "opens", "type": "int64", "name": "io.debezium.time.MicroTime"},
     {"field": "ref", "type": "string", "name": "io.debezium.data.Uuid"},
-    {"field": "attrs", "type": "string", "name": "io.debezium.data.Json"}]}
+    {"field": "attrs", "type": "string", "name": "io.debezium.data.Json"},
+    {"field": "exact", "type": "string"}]}  # decimal.handling.mode=string: a numeric's text
+WIDE = "123456789012345678901234567890123456789012.123456789012345678901"
+# id -> the exact column in the topic and in the table (PostgreSQL's bare numeric).
+EXACT = {1: ("12.50", "12.5"), 2: (WIDE, WIDE), 3: ("-0.0", "0"), 4: (WIDE, WIDE[:-1] + "2"),
+         5: ("1E+3", "1000")}
 # id -> (opens in µs of the day, ref, attrs) in the topic; the table holds SINK_ROWS.
 TOPIC_ROWS = {
     1: (28800123456, "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", '{"b": 1, "a": [1, 2.50]}'),
@@ -129,15 +134,15 @@ def test_times_uuids_and_json_are_compared_as_what_they_are(
     name = create_topic(lab, "kinds", 1)
     producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
     for i, (opens, ref, attrs) in TOPIC_ROWS.items():
-        payload = {"id": i, "opens": opens, "ref": ref, "attrs": attrs}
+        payload = {"id": i, "opens": opens, "ref": ref, "attrs": attrs, "exact": EXACT[i][0]}
         producer.produce(name, key=str(i),
                          value=json.dumps({"schema": CONNECT_SCHEMA, "payload": payload}))
     assert producer.flush(30) == 0
     table = f"kinds_{uuid.uuid4().hex[:6]}"
     postgres.psql(f"create table {table} (id bigint, opens time, ref uuid, attrs jsonb, "
-                  "wide numeric(38,0))")
+                  "wide numeric(38,0), exact numeric)")
     postgres.psql(f"insert into {table} values " + ",".join(
-        f"({i},'{t}','{r}','{a}',{i})" for i, (t, r, a) in SINK_ROWS.items()))
+        f"({i},'{t}','{r}','{a}',{i},{EXACT[i][1]})" for i, (t, r, a) in SINK_ROWS.items()))
     password_file = tmp_path / "pw"
     password_file.write_text(postgres.password)
     sink = ("--sink", f"{postgres.jdbc_url}?table={table}", "--sink-option",
@@ -145,19 +150,21 @@ def test_times_uuids_and_json_are_compared_as_what_they_are(
     try:
         code, doc, stderr = reconcile(lab, "--topic", name, *sink, "--envelope", "connect",
                                       "--mode", "upsert", "--key", "id",
-                                      "--compare", "opens,ref,attrs", "--samples", "10")
+                                      "--compare", "opens,ref,attrs,exact", "--samples", "10")
         assert code == 1, stderr
-        assert doc["counts"]["mismatched"] == 3, doc["counts"]
+        assert doc["counts"]["mismatched"] == 4, doc["counts"]
         assert {(int(s["key"]), s["column"], s["topic_value"], s["sink_value"])
                 for s in doc["samples"]["mismatched"]} == {
             (2, "opens", "08:00:00.123457", "08:00:00.123456"),
             (3, "ref", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a13",
              "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1f"),
-            (5, "attrs", '{"a":"x y"}', '{"a":"x\u00a0y"}')}
+            (5, "attrs", '{"a":"x y"}', '{"a":"x\u00a0y"}'),
+            (4, "exact", WIDE, WIDE[:-1] + "2")}
         assert {f["column"]: (f["topic_type"], f["sink_type"], f["compared_as"])
                 for f in doc["fields"]} == {
             "opens": ("time", "time without time zone", "time"),
-            "ref": ("uuid", "uuid", "uuid"), "attrs": ("json", "jsonb", "json")}
+            "ref": ("uuid", "uuid", "uuid"), "attrs": ("json", "jsonb", "json"),
+            "exact": ("string", "numeric", "wide decimal")}
         # Read without the schema beside them, the counts since midnight are whole numbers
         # for a time column: refused before the comparison, with the word that reads them.
         code, _, stderr = reconcile(lab, "--topic", name, *sink, "--key", "payload.id",

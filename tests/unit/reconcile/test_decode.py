@@ -231,6 +231,26 @@ def test_nanoseconds_since_the_epoch_exactly_as_longs_and_cut_to_a_timestamps_mi
     assert [(r[1], r[7], r[8]) for r in rows(exact)] == [("2", str(ns), str(ns + 1))]
 
 
+def test_a_numeric_wider_than_sparks_decimals_is_compared_by_every_digit(
+        spark: SparkSession) -> None:
+    # PostgreSQL's bare numeric, read as its text (Spark would round it to 18 places). A
+    # fraction this wide is exact in JSON as a string (a number's passes through a double:
+    # the field check refuses those, see test_hints), an integer of any size as a number.
+    wide = "123456789012345678901234567890123456789012.123456789012345678901"
+    big = "123456789012345678901234567890123456789012345"
+    values = ['{"id": 1, "n": 12.50}', f'{{"id": 2, "n": "{wide}"}}', f'{{"id": 3, "n": "{wide}"}}',
+              '{"id": 4, "n": 1.25e1}', '{"id": 5, "n": -0.0}', '{"id": 6, "n": "0.1000"}',
+              '{"id": 7, "n": 1e-30}', f'{{"id": 8, "n": {big}}}', f'{{"id": 9, "n": {big}}}']
+    sink = [(1, "12.5"), (2, wide), (3, wide[:-1] + "2"), (4, "12.50"), (5, "0"),
+            (6, "0.1"), (7, "0.000000000000000000000000000001"), (8, big + ".000"),
+            (9, big[:-1] + "6")]
+    result = reconcile(spark, values, sink, "id long, n string", mode="upsert",
+                       compare=("n",), sink_types={"n": "numeric"})
+    assert result.counts() == counts(mismatched=2)
+    assert [(r[1], r[7], r[8]) for r in rows(result)] == [
+        ("3", wide, wide[:-1] + "2"), ("9", big, big[:-1] + "6")]
+
+
 def connect_decimal(unscaled: int) -> str:
     """Connect's Decimal as its JSON converter writes it: base64 of the big-endian
     two's-complement bytes of the unscaled value."""

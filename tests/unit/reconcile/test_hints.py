@@ -80,3 +80,17 @@ def test_the_run_is_refused_unless_a_declaration_names_the_field() -> None:
     with pytest.raises(InputError, match="'created_at TIME MICROS'"):
         refuse_misread(ReconcileRequest(**times), {"created_at": "string"},
                        {"created": TIME})
+
+
+def test_a_fraction_wider_than_a_double_for_a_wide_numeric_is_refused() -> None:
+    from decimal import Decimal
+
+    rows = ['{"n": 1.25}', '{"n": 123456789012345678901234567890.5}', '{"n": "1.5"}']
+    values = field_values(rows, ["n"])["n"]
+    assert values[1] == Decimal("123456789012345678901234567890.5")  # every digit kept
+    wide = ValueType(Kind.WIDE_DECIMAL)
+    hint = encoding_hint("n", values, wide, "n")
+    assert hint is not None and "(123456789012345678901234567890.5 has 31" in hint
+    assert "Write such numbers as JSON strings" in hint
+    # Integers of any size, short fractions and strings are read exactly.
+    assert encoding_hint("n", (10**50, Decimal("1.25"), "1.5"), wide, "n") is None
