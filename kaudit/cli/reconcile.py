@@ -105,7 +105,8 @@ def reconcile(
                             "type says how the value is written: TIMESTAMP SECONDS|MILLIS|"
                             "MICROS|NANOS (since the epoch), DATE DAYS, DECIMAL(p,s) BASE64 "
                             "(Kafka Connect's Decimal), TIME MILLIS|MICROS|NANOS (since "
-                            "midnight). TIME, UUID and JSON are compared as what they are.")
+                            "midnight), NUMBER VARIABLE (Debezium's VariableScaleDecimal). TIME, "
+                            "UUID, JSON and NUMBER (any width) are compared as what they are.")
     ] = None,
     envelope: Annotated[Envelope, typer.Option(
         case_sensitive=False, help="debezium: each value is a Debezium change event (JSON, "

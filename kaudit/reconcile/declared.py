@@ -7,8 +7,9 @@ encoding word::
     id BIGINT, created_at TIMESTAMP MICROS, day DATE DAYS, amount DECIMAL(12,2) BASE64,
     opens TIME MICROS, ref UUID, attrs JSON
 
-``TIME``, ``UUID`` and ``JSON`` are kaudit's words for what Spark 4.0 has no type for: the
-field is read as text and compared as that kind (:mod:`kaudit.reconcile.kinds`).
+``TIME``, ``UUID``, ``JSON`` and ``NUMBER`` (a decimal of any width) are kaudit's words for
+what Spark 4.0 has no type for: the field is read as text and compared as that kind
+(:mod:`kaudit.reconcile.kinds`).
 
 Parsed here, in Python, so that a declaration that does not parse is exit 2 before Spark
 starts; Spark then reads the DDL without the encoding words.
@@ -38,6 +39,9 @@ class Encoding(StrEnum):
     day since midnight (Debezium's NanoTime)."""
     DAYS = "days"
     """A date as days since 1970-01-01 (Connect's and Debezium's Date)."""
+    VARIABLE = "variable"
+    """A decimal as Debezium's VariableScaleDecimal writes it: ``{"scale": s, "value":
+    base64}``, each value with its own scale."""
     BASE64 = "base64"
     """A decimal as the base64 of its unscaled value's big-endian two's-complement bytes,
     the scale being the declared one (Connect's Decimal, Debezium's precise mode)."""
@@ -49,10 +53,11 @@ ENCODINGS_FOR = {"timestamp": _TIMES, "timestamp_ntz": _TIMES, "timestamp_ltz": 
                  "date": frozenset({Encoding.DAYS}),
                  "decimal": frozenset({Encoding.BASE64}), "dec": frozenset({Encoding.BASE64}),
                  "numeric": frozenset({Encoding.BASE64}),
-                 "time": frozenset({Encoding.MILLIS, Encoding.MICROS, Encoding.NANOS})}
+                 "time": frozenset({Encoding.MILLIS, Encoding.MICROS, Encoding.NANOS}),
+                 "number": frozenset({Encoding.VARIABLE})}
 #: Types Spark 4.0 has no DDL for: read as text, compared as their kind
 #: (:data:`kaudit.reconcile.kinds.TEXT_KINDS`).
-KAUDIT_TYPES = frozenset({"time", "uuid", "json"})
+KAUDIT_TYPES = frozenset({"time", "uuid", "json", "number"})
 #: The type names Spark's DDL knows (their base, before any parameters), and kaudit's.
 TYPE_NAMES = frozenset({
     "boolean", "tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long",

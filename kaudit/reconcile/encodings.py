@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kaudit.reconcile.canonical import time_from_count
+from kaudit.reconcile.canonical import canonical, time_from_count
 from kaudit.reconcile.declared import Encoding
+from kaudit.reconcile.kinds import Kind
 
 #: Nanoseconds in each unit a time of day is counted in.
 _TIME_UNITS = {Encoding.MILLIS: 1_000_000, Encoding.MICROS: 1_000, Encoding.NANOS: 1}
@@ -23,6 +24,8 @@ def decoded(text: Any, target: Any, encoding: Encoding) -> Any:
         return time_from_count(text, _TIME_UNITS[encoding])
     if encoding is Encoding.NANOS:  # since the epoch: the count is compared as it is
         return text.try_cast("bigint")
+    if encoding is Encoding.VARIABLE:
+        return variable_scale_decimal(text)
     if encoding is Encoding.SECONDS:
         return F.timestamp_seconds(text.try_cast("decimal(38,9)")).cast(target)
     if encoding is Encoding.MILLIS:
@@ -41,6 +44,23 @@ def decimal_from_base64(text: Any, target: Any) -> Any:
     from pyspark.sql import functions as F
 
     raw = F.try_to_binary(text, F.lit("base64"))
+    sign, digits = _unscaled(raw)
+    scale = target.scale
+    if scale == 0:
+        return F.when(raw.isNotNull(), F.concat(sign, digits).try_cast(target))
+    padded = F.when(F.length(digits) > scale, digits).otherwise(
+        F.lpad(digits, scale + 1, "0"))
+    whole = F.length(padded) - scale
+    as_text = F.concat(sign, F.substring(padded, F.lit(1), whole), F.lit("."),
+                       F.substring(padded, whole + 1, F.lit(scale)))
+    return F.when(raw.isNotNull(), as_text.try_cast(target))
+
+
+def _unscaled(raw: Any) -> tuple[Any, Any]:
+    """Big-endian two's-complement bytes as a sign (``-`` or nothing) and the digits of
+    their magnitude; null digits past 38 of them."""
+    from pyspark.sql import functions as F
+
     size = F.length(raw)
 
     def byte(i: Any) -> Any:
@@ -56,14 +76,20 @@ def decimal_from_base64(text: Any, target: Any) -> Any:
     negative = byte(F.lit(1)) >= 128
     magnitude = F.when(size == 0, F.lit(0).cast("decimal(38,0)")).when(
         negative, folded(lambda b: 255 - b) + 1).otherwise(folded(lambda b: b))
-    digits = magnitude.cast("string")
     sign = F.when(negative & (size > 0), F.lit("-")).otherwise(F.lit(""))
-    scale = target.scale
-    if scale == 0:
-        return F.when(raw.isNotNull(), F.concat(sign, digits).try_cast(target))
-    padded = F.when(F.length(digits) > scale, digits).otherwise(
-        F.lpad(digits, scale + 1, "0"))
-    whole = F.length(padded) - scale
-    as_text = F.concat(sign, F.substring(padded, F.lit(1), whole), F.lit("."),
-                       F.substring(padded, whole + 1, F.lit(scale)))
-    return F.when(raw.isNotNull(), as_text.try_cast(target))
+    return sign, magnitude.cast("string")
+
+
+def variable_scale_decimal(text: Any) -> Any:
+    """Debezium's VariableScaleDecimal, ``{"scale": s, "value": base64}`` (a bare numeric
+    in its default precise mode), as a wide decimal's canonical text; null where it does
+    not read."""
+    from pyspark.sql import functions as F
+
+    scale = F.get_json_object(text, "$.scale").try_cast("int")
+    raw = F.try_to_binary(F.get_json_object(text, "$.value"), F.lit("base64"))
+    sign, digits = _unscaled(raw)
+    # The digits with an exponent: the canonical text moves the point, any scale.
+    written = F.concat(sign, digits, F.lit("e"), (-scale).cast("string"))
+    return F.when(raw.isNotNull() & scale.isNotNull() & digits.isNotNull(),
+                  canonical(written, Kind.WIDE_DECIMAL))

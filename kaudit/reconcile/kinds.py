@@ -68,7 +68,8 @@ _BY_NAME = {"float": Kind.FLOAT, "double": Kind.FLOAT, "real": Kind.FLOAT,
             "binary": Kind.BYTES, "string": Kind.TEXT, "variant": Kind.JSON}
 #: The kinds Spark has no type for, carried as canonical text; named by the words
 #: ``--schema`` takes and by the database types that hold them.
-TEXT_KINDS = {"time": Kind.TIME, "uuid": Kind.UUID, "json": Kind.JSON}
+TEXT_KINDS = {"time": Kind.TIME, "uuid": Kind.UUID, "json": Kind.JSON,
+              "number": Kind.WIDE_DECIMAL}
 _WIDE_NUMERIC = re.compile(r"numeric(?:\((\d+)(?:,\s*-?\d+)?\))?")
 _DATABASE_NAMES = {"json": Kind.JSON, "jsonb": Kind.JSON, "uuid": Kind.UUID,
                    "time": Kind.TIME, "time without time zone": Kind.TIME}

@@ -7,7 +7,7 @@ A field of a semantic type (the schema's ``name``: ``io.debezium.time.MicroTimes
 says, as a ``--schema`` declaration would make it (:mod:`kaudit.reconcile.declared`); a
 field of a plain type is left to the sink column's type. A time of day, a UUID and a JSON
 document are read as kaudit's TIME, UUID and JSON (compared as their canonical text). A type
-kaudit cannot hold exactly (a time of day with an offset, variable-scale decimals) is named in
+kaudit cannot hold exactly (a time of day with an offset) is named in
 :data:`NOT_READ` and left to the sink column's type, with the reason.
 
 Pure: it reads the schema's JSON only.
@@ -43,6 +43,7 @@ _BY_NAME = {
     "io.debezium.data.Json": SemanticType("JSON"),
     "io.debezium.data.Uuid": SemanticType("UUID"),
     "io.debezium.data.Enum": SemanticType("STRING"),
+    "io.debezium.data.VariableScaleDecimal": SemanticType("NUMBER", Encoding.VARIABLE),
     "org.apache.kafka.connect.data.Time": SemanticType("TIME", Encoding.MILLIS),
     "io.debezium.time.Time": SemanticType("TIME", Encoding.MILLIS),
     "io.debezium.time.MicroTime": SemanticType("TIME", Encoding.MICROS),
@@ -53,7 +54,6 @@ DECIMAL = "org.apache.kafka.connect.data.Decimal"
 NOT_READ = {
     "io.debezium.time.ZonedTime": "a time of day with an offset: no sink type holds one "
                                   "alike",
-    "io.debezium.data.VariableScaleDecimal": "a decimal whose scale each value carries",
 }
 
 

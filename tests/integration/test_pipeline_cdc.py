@@ -155,7 +155,8 @@ def test_a_cdc_pipeline_with_a_killed_worker_is_reconciled_with_both_tables(
 
 
 TYPED = ("amount numeric(12,2), ratio double precision, created timestamp, paid timestamptz, "
-         "day date, opens time, ref uuid, attrs jsonb, note text, active boolean")
+         "day date, opens time, ref uuid, attrs jsonb, note text, active boolean, "
+         "exact numeric")
 TYPED_COLUMNS = [c.split()[0] for c in TYPED.split(", ")]
 # Rows 1-30 of every kind, row 0 at the edges (before 1970, a leap day, midnight, a
 # negative amount, a long above 2^53 in JSON) and row 31 all null.
@@ -165,10 +166,12 @@ TYPED_ROWS = (
     "timestamptz '2025-11-28 08:00:00.5+02' + g * interval '61 minutes', "
     "date '2024-02-28' + g, time '08:00:00.123456' + g * interval '1001 milliseconds', "
     "md5(g::text)::uuid, jsonb_build_object('n', g, 'tags', jsonb_build_array('a', g * 2.5)), "
-    "'note ' || g, g % 2 = 0 from generate_series(1, 30) g")
+    "'note ' || g, g % 2 = 0, g * 1.005 - 12.0000000000000000000000000001 "
+    "from generate_series(1, 30) g")
 EDGE_ROW = ("(0, -0.01, -1e-300, '1969-12-31 23:59:59.999999', '1969-12-31 23:59:59.999999Z', "
             "'1960-02-29', '00:00:00', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', "
-            "'{\"big\": 9007199254740993, \"z\": {\"b\": [], \"a\": null}}', '', false)")
+            "'{\"big\": 9007199254740993, \"z\": {\"b\": [], \"a\": null}}', '', false, "
+            "-1234567890123456789012345678.9012345678)")
 # column -> (row, the SQL that changes it by its smallest step) in the copy.
 CHANGES = {
     "amount": (1, "amount + 0.01"), "ratio": (2, "ratio + 1e-15"),
@@ -178,6 +181,7 @@ CHANGES = {
     "ref": (8, "overlay(ref::text placing 'f' from 36)::uuid"),
     "attrs": (9, "jsonb_set(attrs, '{n}', to_jsonb(10))"),
     "note": (10, "replace(note, ' ', chr(160))"), "active": (12, "not active"),
+    "exact": (13, "exact + 0.0000000000000000000000000001"),
 }
 
 
@@ -233,7 +237,7 @@ def test_debezium_defaults_every_type_equal_to_the_table_and_each_cell_changed_f
         assert {f["column"]: f["compared_as"] for f in doc["fields"]} == {
             "amount": "decimal(12,2)", "ratio": "float", "created": "timestamp",
             "paid": "timestamp", "day": "date", "opens": "time", "ref": "uuid",
-            "attrs": "json", "note": "text", "active": "boolean"}
+            "attrs": "json", "note": "text", "active": "boolean", "exact": "wide decimal"}
         copy = f"typed_copy_{suffix}"
         postgres.psql(f"create table {copy} as select * from {source}")
         for column, (row, change) in CHANGES.items():

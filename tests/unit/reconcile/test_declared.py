@@ -43,6 +43,14 @@ def test_the_request_names_declared_kinds_by_sink_column_and_the_declaration_win
     assert bare.declared_kinds() == {"at": "time", "o_attrs": "json"}
 
 
+def test_a_number_of_any_width_is_read_as_text_debeziums_variable_scale_too() -> None:
+    d = parse_declaration("n NUMBER, v NUMBER VARIABLE")
+    assert d.ddl == "n STRING, v STRING" and d.kinds == {"n": "number", "v": "number"}
+    assert d.encodings == {"v": Encoding.VARIABLE}
+    with pytest.raises(InputError, match="v: VARIABLE applies to NUMBER, not DECIMAL"):
+        parse_declaration("v DECIMAL(12,2) VARIABLE")
+
+
 def test_nanoseconds_since_the_epoch_are_read_as_the_count_itself() -> None:
     d = parse_declaration("id BIGINT, at TIMESTAMP NANOS, local TIMESTAMP_NTZ nanos")
     assert d.ddl == "id BIGINT, at BIGINT, local BIGINT"

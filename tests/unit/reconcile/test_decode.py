@@ -251,6 +251,25 @@ def test_a_numeric_wider_than_sparks_decimals_is_compared_by_every_digit(
         ("3", wide, wide[:-1] + "2"), ("9", big, big[:-1] + "6")]
 
 
+def test_debeziums_variable_scale_decimals_are_read_by_every_digit(
+        spark: SparkSession) -> None:
+    def variable(unscaled: int, scale: int) -> dict[str, Any]:
+        return {"scale": scale, "value": connect_decimal(unscaled)}
+
+    values = [{"id": 1, "n": variable(1250, 2)}, {"id": 2, "n": variable(-1, 30)},
+              {"id": 3, "n": variable(10**37 + 1, 0)}, {"id": 4, "n": variable(12, -3)},
+              {"id": 5, "n": variable(1250, 2)}, {"id": 6, "n": {"scale": 1, "value": "!"}}]
+    sink = [(1, "12.50"), (2, "-0.000000000000000000000000000001"), (3, str(10**37 + 1)),
+            (4, "12000"), (5, "12.51"), (6, "0")]
+    result = reconcile(spark, values, sink, "id long, n string", mode="upsert",
+                       compare=("n",), sink_types={"n": "numeric"},
+                       value_types="`n` NUMBER VARIABLE")
+    assert result.counts() == counts(mismatched=1, undecodable=1)
+    assert [(r[0], r[1], r[7], r[8]) for r in rows(result)] == [
+        ("mismatched", "5", "12.5", "12.51"),
+        ("undecodable", "6", '{"id": 6, "n": {"scale": 1, "value": "!"}}', None)]
+
+
 def connect_decimal(unscaled: int) -> str:
     """Connect's Decimal as its JSON converter writes it: base64 of the big-endian
     two's-complement bytes of the unscaled value."""

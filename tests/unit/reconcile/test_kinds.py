@@ -83,6 +83,14 @@ def test_time_uuid_and_json_read_text_as_themselves_and_nothing_else(kind: Kind)
     assert kind_of(kind.value) == it
 
 
+def test_a_wide_decimal_reads_numbers_and_text_as_its_text() -> None:
+    wide = ValueType(Kind.WIDE_DECIMAL)
+    assert kind_of("number") == wide and wide.spark == "string"
+    for other in (INTEGER, FLOAT, decimal(12, 2), TEXT, wide):
+        assert compared_as(wide, other) == wide and compared_as(other, wide) == wide
+    assert compared_as(wide, ValueType(Kind.DATE)) == TEXT
+
+
 def test_nanoseconds_compare_exactly_as_longs_and_with_a_timestamp_at_its_microseconds() -> None:
     nanos, ts = ValueType(Kind.NANO_TIMESTAMP), ValueType(Kind.TIMESTAMP)
     assert kind_of("timestamp_ns") == nanos and nanos.spark == "bigint"
@@ -101,6 +109,8 @@ def test_nanoseconds_compare_exactly_as_longs_and_with_a_timestamp_at_its_micros
     ("time without time zone", Kind.TIME), ("time(3) without time zone", Kind.TIME),
     ("TIME", Kind.TIME), ("time with time zone", None), ("numeric(12,2)", None),
     ("timestamp without time zone", None), ("text", None),
+    ("numeric", Kind.WIDE_DECIMAL), ("numeric(39,2)", Kind.WIDE_DECIMAL),
+    ("numeric(38,2)", None),
 ])
 def test_database_types_spark_reads_as_text_name_their_kind(database: str,
                                                             expected: Kind | None) -> None:

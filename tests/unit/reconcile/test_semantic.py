@@ -27,6 +27,8 @@ def row_schema() -> list[dict[str, Any]]:
         {"field": "lap", "type": "int64", "name": "io.debezium.time.NanoTime"},
         {"field": "ref", "type": "string", "name": "io.debezium.data.Uuid"},
         {"field": "zt", "type": "string", "name": "io.debezium.time.ZonedTime"},
+        {"field": "v", "type": "struct", "name": "io.debezium.data.VariableScaleDecimal",
+         "fields": [{"field": "scale", "type": "int32"}, {"field": "value", "type": "bytes"}]},
         {"field": "where", "type": "struct", "fields": [
             {"field": "on", "type": "int32", "name": "org.apache.kafka.connect.data.Date"}]},
     ]
@@ -46,6 +48,7 @@ EXPECTED = {
     "opens": SemanticType("TIME", Encoding.MICROS), "closes": SemanticType("TIME", Encoding.MILLIS),
     "lap": SemanticType("TIME", Encoding.NANOS), "ref": SemanticType("UUID"),
     "ns": SemanticType("TIMESTAMP", Encoding.NANOS),
+    "v": SemanticType("NUMBER", Encoding.VARIABLE),
     "where.on": SemanticType("DATE", Encoding.DAYS),
 }
 
