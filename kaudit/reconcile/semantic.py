@@ -57,12 +57,21 @@ NOT_READ = {
 }
 
 
+#: Connect's plain types that say more than the sink column's type would: an integer is
+#: read as one (not as a 38-digit decimal), a float as a double. Strings are left to the
+#: sink column's type: Debezium writes a decimal as one in its string mode.
+_PLAIN = {"int8": "BIGINT", "int16": "BIGINT", "int32": "BIGINT", "int64": "BIGINT",
+          "float32": "DOUBLE", "float64": "DOUBLE", "boolean": "BOOLEAN"}
+
+
 def semantic_type(field_schema: dict[str, Any]) -> SemanticType | None:
-    """The type a Connect field schema's semantic name gives; None for a plain type or a
-    name not read (:data:`NOT_READ`)."""
+    """The type a Connect field schema's semantic name gives, else its plain number or
+    boolean type's (:data:`_PLAIN`); None for another plain type or a name not read
+    (:data:`NOT_READ`)."""
     name = field_schema.get("name")
     if not isinstance(name, str):
-        return None
+        plain = _PLAIN.get(str(field_schema.get("type")))
+        return SemanticType(plain) if plain else None
     if name == DECIMAL:
         parameters = field_schema.get("parameters") or {}
         scale = int(parameters.get("scale", 0))

@@ -360,6 +360,12 @@ def _convert(text: Any, target: Any, encoding: Encoding | None = None) -> Any:
         return text.try_cast("boolean")
     if isinstance(target, TimestampType | TimestampNTZType | DateType):
         # ISO text, or a number of seconds since the epoch (its digits, not a double's).
-        return F.coalesce(text.try_cast("timestamp"),
-                          F.timestamp_seconds(text.try_cast("decimal(38,9)")))
+        instant = F.coalesce(text.try_cast("timestamp"),
+                             F.timestamp_seconds(text.try_cast("decimal(38,9)")))
+        if not isinstance(target, DateType):
+            return instant
+        # A date is compared as one: a date's text, or an instant at midnight (UTC, the
+        # session's zone). Any other time of day is no date: undecodable, not cut off.
+        return F.when(text.rlike(r"^\s*-?\d{4,}-\d{2}-\d{2}\s*$"), text.try_cast("date")) \
+            .when(F.date_trunc("day", instant) == instant, instant.cast("date"))
     return text

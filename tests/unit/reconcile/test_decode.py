@@ -270,6 +270,24 @@ def test_debeziums_variable_scale_decimals_are_read_by_every_digit(
         ("undecodable", "6", '{"id": 6, "n": {"scale": 1, "value": "!"}}', None)]
 
 
+def test_a_date_column_is_compared_as_dates_and_a_time_of_day_is_no_date(
+        spark: SparkSession) -> None:
+    from datetime import date
+
+    values = [{"id": 1, "day": "2024-02-29"}, {"id": 2, "day": "2024-02-29"},
+              {"id": 3, "day": "2024-02-29T00:00:00Z"}, {"id": 4, "day": 86400},
+              {"id": 5, "day": "2024-02-29T10:00:00"}]
+    sink = [(1, date(2024, 2, 29)), (2, date(2024, 3, 1)), (3, date(2024, 2, 29)),
+            (4, date(1970, 1, 2)), (5, date(2024, 2, 29))]
+    result = reconcile(spark, values, sink, "id long, day date", mode="upsert",
+                       compare=("day",))
+    # 10:00 on a day is not that day: undecodable (its text shown), never cut to the date.
+    assert result.counts() == counts(mismatched=1, undecodable=1)
+    assert [(r[0], r[1], r[7], r[8]) for r in rows(result)] == [
+        ("mismatched", "2", "2024-02-29", "2024-03-01"),
+        ("undecodable", "5", '{"id": 5, "day": "2024-02-29T10:00:00"}', None)]
+
+
 def connect_decimal(unscaled: int) -> str:
     """Connect's Decimal as its JSON converter writes it: base64 of the big-endian
     two's-complement bytes of the unscaled value."""

@@ -41,6 +41,7 @@ def event_schema() -> dict[str, Any]:
 
 
 EXPECTED = {
+    "id": SemanticType("BIGINT"),  # a plain int64: an integer, not a 38-digit decimal
     "amount": SemanticType("DECIMAL(12,2)", Encoding.BASE64),
     "created_at": SemanticType("TIMESTAMP", Encoding.MICROS),
     "paid_at": SemanticType("TIMESTAMP"), "day": SemanticType("DATE", Encoding.DAYS),
@@ -74,7 +75,7 @@ def test_the_first_wrapped_sample_gives_the_wanted_fields_types_as_a_declaration
     found = with_value_types(request(envelope="debezium"), [None, "not json", wrapped])
     assert found.value_types is not None
     declared = parse_declaration(found.value_types)
-    assert declared.names == ("amount", "created_at", "where.on")
+    assert declared.names == ("id", "amount", "created_at", "where.on")
     assert declared.encodings == {"amount": Encoding.BASE64, "created_at": Encoding.MICROS,
                                   "where.on": Encoding.DAYS}
 
@@ -86,3 +87,14 @@ def test_schema_declarations_win_and_bare_values_say_nothing() -> None:
     assert with_value_types(mine, [wrapped]).value_types is None
     assert with_value_types(request(envelope="debezium"), ['{"op": "c"}']).value_types is None
     assert with_value_types(request(), [wrapped]).value_types is None  # --envelope none
+
+
+def test_plain_numbers_and_booleans_say_their_type_and_strings_leave_it_to_the_sink() -> None:
+    from kaudit.reconcile.semantic import semantic_type
+
+    assert semantic_type({"type": "int32"}) == SemanticType("BIGINT")
+    assert semantic_type({"type": "float64"}) == SemanticType("DOUBLE")
+    assert semantic_type({"type": "boolean"}) == SemanticType("BOOLEAN")
+    # Debezium's string mode writes a decimal as text: the sink's numeric reads it exactly.
+    assert semantic_type({"type": "string"}) is None
+    assert semantic_type({"type": "bytes"}) is None
