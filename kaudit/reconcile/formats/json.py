@@ -360,8 +360,10 @@ def _convert(text: Any, target: Any, encoding: Encoding | None = None) -> Any:
         return text.try_cast("boolean")
     if isinstance(target, TimestampType | TimestampNTZType | DateType):
         # ISO text, or a number of seconds since the epoch (its digits, not a double's).
-        instant = F.coalesce(text.try_cast("timestamp"),
-                             F.timestamp_seconds(text.try_cast("decimal(38,9)")))
+        # A number is never read as text: Spark would take "86400" for the year 86400.
+        number = text.rlike(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
+        instant = F.when(number, F.timestamp_seconds(text.try_cast("decimal(38,9)"))) \
+            .otherwise(text.try_cast("timestamp"))
         if not isinstance(target, DateType):
             return instant
         # A date is compared as one: a date's text, or an instant at midnight (UTC, the

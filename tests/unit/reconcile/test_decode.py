@@ -277,6 +277,7 @@ def test_a_date_column_is_compared_as_dates_and_a_time_of_day_is_no_date(
     values = [{"id": 1, "day": "2024-02-29"}, {"id": 2, "day": "2024-02-29"},
               {"id": 3, "day": "2024-02-29T00:00:00Z"}, {"id": 4, "day": 86400},
               {"id": 5, "day": "2024-02-29T10:00:00"}]
+    # 86400 is a day of seconds since the epoch, never the year 86400.
     sink = [(1, date(2024, 2, 29)), (2, date(2024, 3, 1)), (3, date(2024, 2, 29)),
             (4, date(1970, 1, 2)), (5, date(2024, 2, 29))]
     result = reconcile(spark, values, sink, "id long, day date", mode="upsert",
