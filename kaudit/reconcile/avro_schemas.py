@@ -2,7 +2,9 @@
 ``.avsc`` files and checked before Spark starts, then resolved into the one reader schema
 the sink is compared with.
 
-- one FILE: the writer schema of every record (plain Avro has no schema id: one schema);
+- one FILE: the writer schema of every record (plain Avro has no schema id: one schema;
+  Confluent-framed records name one: the file's name when it is ``ID.avsc``, else the one id
+  a sample of the topic carries, see :meth:`AvroSchemas.for_sampled_ids`);
 - a DIRECTORY of ``ID.avsc`` files: Confluent's schema id -> its writer schema;
 - the reader schema: the one given (``--reader-schema``), else the writer schema with the
   highest id (the newest a registry gave).
@@ -22,7 +24,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +67,42 @@ class AvroSchemas:
     reader: SchemaFile
     unknown_id: str = "no %1$d.avsc among the writer schemas"
     """Why a record's schema id has no writer schema (a Java format of the id)."""
+    id_from_topic: bool = False
+    """One file for Confluent-framed records, not named by its id: it is used as the
+    writer schema of the one id the topic's records carry, learned from a sample before
+    Spark starts (:meth:`for_sampled_ids`); until then its id is None."""
 
     @property
     def framed(self) -> bool:
         """Whether the records are in Confluent's wire format, naming their schema id
         (plain Avro's one writer schema has none)."""
-        return None not in self.writers
+        return self.id_from_topic or None not in self.writers
+
+    def for_sampled_ids(self, ids: set[int], sampled: int) -> AvroSchemas:
+        """The one file (:attr:`id_from_topic`) made the writer schema of the one schema
+        id seen among the ``sampled`` records (both ends of each partition); several ids
+        are exit 2, one file cannot be the writer schema of each. A record of another id
+        found later is undecodable (unknown schema id), never read with this schema. No
+        id seen (an empty range, or no record in the wire format): unchanged, every
+        framed record then unknown."""
+        if not self.id_from_topic or not ids:
+            return self
+        [(_, one)] = self.writers.items()
+        if len(ids) > 1:
+            names = ", ".join(f"{i}.avsc" for i in sorted(ids))
+            raise InputError(
+                f"--value-schema {one.source}: one schema file, but the {sampled} records "
+                f"sampled from both ends of each partition carry schema ids "
+                f"{', '.join(map(str, sorted(ids)))}: give a directory of the writer "
+                f"schemas named by their ids ({names})")
+        [schema_id] = ids
+        writer = replace(one, schema_id=schema_id)
+        reader = writer if self.reader is one else self.reader
+        # Java's format: a % in the file's name is written as itself.
+        unknown = (f"{one.source.replace('%', '%%')} was used for schema id {schema_id}, "
+                   "the one id sampled from both ends of each partition; name each writer "
+                   "schema by its id (a directory of ID.avsc)")
+        return replace(self, writers={schema_id: writer}, reader=reader, unknown_id=unknown)
 
 
 @dataclass(frozen=True)
@@ -134,7 +168,8 @@ def given_schemas(side: str, given_format: str, writers: Path | None, reader: Pa
                    source: SchemaSource | None) -> AvroSchemas | None:
     """The writer schemas of the ``side`` (value or key) in ``given_format``: from
     ``writers``, else the registry; None for a side not in Avro (where ``writers`` is then
-    exit 2); ``reader`` as ``--reader-schema`` names it."""
+    exit 2); ``reader`` as ``--reader-schema`` names it. Only values are sampled before
+    Spark starts: a value's one file need not be named by its id, a key's must."""
     if given_format not in AVRO_FORMATS:
         if writers is not None:
             raise InputError(f"--{side}-schema is for Avro {side}s: add --{side}-format avro "
@@ -156,17 +191,19 @@ def given_schemas(side: str, given_format: str, writers: Path | None, reader: Pa
                          f"--{side}-schema FILE|DIR (a directory of ID.avsc files)"
                          + (", or --schema-registry URL" if given_format == "avro" else ""))
     return load_schemas(writers, reader, framed=given_format == "avro",
-                        record_only=side == "value")
+                        record_only=side == "value", id_from_topic=side == "value")
 
 
 def load_schemas(writers: Path, reader: Path | None = None, *,
-                 framed: bool = True, record_only: bool = True) -> AvroSchemas:
+                 framed: bool = True, record_only: bool = True,
+                 id_from_topic: bool = False) -> AvroSchemas:
     """The writer schemas of ``writers`` and the reader schema, each writer checked to
     resolve to it.
 
     ``framed`` (Confluent's wire format: each record names its schema id): ``writers`` is a
-    directory of ``ID.avsc`` files, or one file named so. Plain Avro names no id: one
-    ``.avsc`` file, of any name."""
+    directory of ``ID.avsc`` files, or one file named so, or (``id_from_topic``) one file
+    of any name, used for the one id the topic carries (:attr:`AvroSchemas.id_from_topic`).
+    Plain Avro names no id: one ``.avsc`` file, of any name."""
     if writers.is_dir():
         if not framed:
             raise InputError(f"{writers}: plain Avro records carry no schema id: give the "
@@ -186,11 +223,16 @@ def load_schemas(writers: Path, reader: Path | None = None, *,
         by_id = found
     elif writers.is_file():
         match = _ID_FILE.match(writers.name)
-        if framed and not match:
+        if framed and not match and not id_from_topic:
             raise InputError(f"{writers}: Confluent-framed records name their schema id: name "
                              "the file ID.avsc (e.g. 1.avsc) or give a directory of them")
         schema_id = int(match.group(1)) if framed and match else None
         by_id = {schema_id: read_schema_file(writers, schema_id)}
+        if framed and schema_id is None:
+            schemas = resolved(by_id, reader, record_only=record_only)
+            unknown = (f"{str(writers).replace('%', '%%')} was used for no schema id: no "
+                       "record sampled from both ends of each partition named one")
+            return replace(schemas, id_from_topic=True, unknown_id=unknown)
     else:
         raise InputError(f"{writers}: no such schema file or directory")
     return resolved(by_id, reader, record_only=record_only)
@@ -239,6 +281,13 @@ def resolved(by_id: dict[int | None, SchemaFile], reader: Path | None, *,
         raise InputError(f"{chosen.source}: the reader schema is not a record: kaudit "
                          "compares a record's fields")
     return AvroSchemas(by_id, chosen)
+
+
+def schema_ids(values: Iterable[bytes]) -> set[int]:
+    """The schema ids Confluent's wire format names in ``values`` (a zero magic byte, then
+    the id in 4 bytes, big-endian); a value not in that format names none."""
+    return {struct.unpack(">I", value[1:5])[0] for value in values
+            if len(value) >= 5 and value[0] == 0}
 
 
 def record_fields(schema: Any) -> list[str] | None:

@@ -12,8 +12,10 @@ from kaudit.errors import InputError
 from kaudit.reconcile.formats.base import Decoded, ValueFormat
 
 if TYPE_CHECKING:
+    from kaudit.connection.settings import ConnectionSettings
     from kaudit.reconcile.avro_schemas import AvroSchemas, SchemaSource
     from kaudit.reconcile.request import ReconcileRequest
+    from kaudit.reconcile.source import OffsetRange
 
 
 class AvroFormat(ValueFormat):
@@ -39,6 +41,31 @@ class AvroFormat(ValueFormat):
         from kaudit.reconcile.formats.avro_decode import check_avro_fields
 
         check_avro_fields(request)
+
+    def check_sampled_fields(self, conn: ConnectionSettings, request: ReconcileRequest,
+                             ranges: list[OffsetRange]) -> ReconcileRequest:
+        """The request with its one schema file's schema id, where the file was not named
+        by it (:meth:`~kaudit.reconcile.avro_schemas.AvroSchemas.for_sampled_ids`): the
+        id is read from the same sample as JSON's field check, both ends of each
+        partition."""
+        from dataclasses import replace
+
+        from kaudit.reconcile.avro_schemas import schema_ids
+        from kaudit.reconcile.formats.json import SAMPLE_PER_END
+        from kaudit.reconcile.source import sample_values
+
+        if request.avro is None or not request.avro.id_from_topic:
+            return request
+        values = sample_values(conn, request.topic, ranges, SAMPLE_PER_END,
+                               request.read_committed)
+        if values is None:
+            [one] = request.avro.writers.values()
+            raise InputError(f"--value-schema {one.source}: the records sampled from both ends "
+                             f"of each partition of topic {request.topic} were not read within "
+                             "the timeout, so their schema id is not known: name the file "
+                             "by its id (ID.avsc), or raise --timeout")
+        avro = request.avro.for_sampled_ids(schema_ids(values), len(values))
+        return replace(request, avro=avro)
 
     def decode(self, raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -> Decoded:
         from kaudit.reconcile.formats.avro_decode import decode_avro

@@ -192,6 +192,10 @@ def _framed(value: Any, schemas: Any, decoded: str = "v") -> tuple[Any, Any]:
                            {"mode": "PERMISSIVE", "avroSchema": reader})
         test = header_ok & (schema_id == F.lit(schema_id_known))
         by_id = F.when(test, branch) if by_id is None else by_id.when(test, branch)
+    if by_id is None:  # one file whose id no sampled record named: no record is its
+        [writer] = schemas.writers.values()
+        by_id = F.when(F.lit(False), from_avro(body, writer.json(), {
+            "mode": "PERMISSIVE", "avroSchema": reader}))
     reason = (
         F.when(length < HEADER_BYTES, F.format_string(
             "%d bytes: shorter than the 5-byte header of Confluent's wire format", length))

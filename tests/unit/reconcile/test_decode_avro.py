@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from kaudit.reconcile.avro_schemas import load_schemas
+from kaudit.reconcile.avro_schemas import given_schemas, load_schemas
 from kaudit.reconcile.decode import decode_topic
 from kaudit.reconcile.job import hashed, shape_sink
 from kaudit.reconcile.request import ReconcileRequest
@@ -113,6 +113,29 @@ def test_every_way_a_framed_value_fails_is_named(spark: SparkSession, tmp_path: 
     assert why[3].startswith("schema id 3: no 3.avsc among the writer schemas")
     assert why[4].startswith("the body does not decode with schema id 2; the value starts "
                              "00000000020e")
+
+
+def test_one_file_is_used_for_the_sampled_id_and_another_id_is_unknown_not_misread(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """A single .avsc for framed records, pinned to the id the sample carried (3): a
+    record of id 4 found later, which V1 would read as some (wrong) values, is undecodable
+    with why."""
+    (tmp_path / "reading.avsc").write_text(json.dumps(V1))
+    avro = given_schemas("value", "avro", tmp_path / "reading.avsc", None, None)
+    assert avro is not None
+    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",
+                               compare=("value",), value_format="avro",
+                               avro=avro.for_sampled_ids({3}, sampled=1))
+    values = [framed(3, V1, {"id": 1, "value": 10}), framed(4, V1, {"id": 2, "value": 20})]
+    sink = spark.createDataFrame([(1, 10.0, None), (2, 20.0, None)],
+                                 "id long, value double, unit string")
+    topic, sink, _ = hashed(decode_topic(raw(spark, values), request, {}),
+                            shape_sink(sink, request), ["value"])
+    result = run(topic, sink, "append", ["value"])
+    assert result.counts() == counts(undecodable=1, extra_in_sink=1)
+    [bad] = [r for r in rows(result) if r[0] == "undecodable"]
+    assert bad[7].startswith(f"schema id 4: {tmp_path / 'reading.avsc'} was used for schema "
+                             "id 3, the one id sampled")
 
 
 def test_plain_avro_has_no_header_and_one_writer_schema(spark: SparkSession,
