@@ -84,8 +84,8 @@ def reconcile(
         case_sensitive=False, help=value_format_help())] = JSON_VALUES,
     value_schema: Annotated[Path | None, typer.Option(
         metavar="FILE|DIR", help="Avro writer schemas: a directory of ID.avsc files (one per "
-                                 "schema id), or one .avsc file (named ID.avsc for --value-"
-                                 "format avro).")] = None,
+                                 "schema id), or one .avsc file (with --value-format avro, "
+                                 "used for the one schema id the records carry).")] = None,
     schema_registry: Annotated[str | None, typer.Option(
         metavar="URL", help="A Schema Registry's Confluent-compatible API: the writer schemas "
                             "of --value-format/--key-format avro without a schema file, from "
@@ -104,7 +104,8 @@ def reconcile(
                             "amount DOUBLE' [default: the sink columns' types]. A word after a "
                             "type says how the value is written: TIMESTAMP SECONDS|MILLIS|"
                             "MICROS (since the epoch), DATE DAYS, DECIMAL(p,s) BASE64 "
-                            "(Kafka Connect's Decimal).")] = None,
+                            "(Kafka Connect's Decimal). With Avro: overrides the reader "
+                            "schema's type of the fields it names.")] = None,
     envelope: Annotated[Envelope, typer.Option(
         case_sensitive=False, help="debezium: each value is a Debezium change event (JSON, "
                                    "with or without schema/payload); implies --mode upsert. "

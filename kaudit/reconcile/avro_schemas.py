@@ -4,7 +4,7 @@ the sink is compared with.
 
 - one FILE: the writer schema of every record (plain Avro has no schema id: one schema;
   Confluent-framed records name one: the file's name when it is ``ID.avsc``, else the one id
-  a sample of the topic carries, see :meth:`AvroSchemas.for_sampled_ids`);
+  a sample of the topic carries, see :func:`~kaudit.reconcile.formats.avro.pinned_to_sampled_id`);
 - a DIRECTORY of ``ID.avsc`` files: Confluent's schema id -> its writer schema;
 - the reader schema: the one given (``--reader-schema``), else the writer schema with the
   highest id (the newest a registry gave).
@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import struct
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -70,39 +68,14 @@ class AvroSchemas:
     id_from_topic: bool = False
     """One file for Confluent-framed records, not named by its id: it is used as the
     writer schema of the one id the topic's records carry, learned from a sample before
-    Spark starts (:meth:`for_sampled_ids`); until then its id is None."""
+    Spark starts (:func:`~kaudit.reconcile.formats.avro.pinned_to_sampled_id`); until
+    then its id is None."""
 
     @property
     def framed(self) -> bool:
         """Whether the records are in Confluent's wire format, naming their schema id
         (plain Avro's one writer schema has none)."""
         return self.id_from_topic or None not in self.writers
-
-    def for_sampled_ids(self, ids: set[int], sampled: int) -> AvroSchemas:
-        """The one file (:attr:`id_from_topic`) made the writer schema of the one schema
-        id seen among the ``sampled`` records (both ends of each partition); several ids
-        are exit 2, one file cannot be the writer schema of each. A record of another id
-        found later is undecodable (unknown schema id), never read with this schema. No
-        id seen (an empty range, or no record in the wire format): unchanged, every
-        framed record then unknown."""
-        if not self.id_from_topic or not ids:
-            return self
-        [(_, one)] = self.writers.items()
-        if len(ids) > 1:
-            names = ", ".join(f"{i}.avsc" for i in sorted(ids))
-            raise InputError(
-                f"--value-schema {one.source}: one schema file, but the {sampled} records "
-                f"sampled from both ends of each partition carry schema ids "
-                f"{', '.join(map(str, sorted(ids)))}: give a directory of the writer "
-                f"schemas named by their ids ({names})")
-        [schema_id] = ids
-        writer = replace(one, schema_id=schema_id)
-        reader = writer if self.reader is one else self.reader
-        # Java's format: a % in the file's name is written as itself.
-        unknown = (f"{one.source.replace('%', '%%')} was used for schema id {schema_id}, "
-                   "the one id sampled from both ends of each partition; name each writer "
-                   "schema by its id (a directory of ID.avsc)")
-        return replace(self, writers={schema_id: writer}, reader=reader, unknown_id=unknown)
 
 
 @dataclass(frozen=True)
@@ -283,11 +256,32 @@ def resolved(by_id: dict[int | None, SchemaFile], reader: Path | None, *,
     return AvroSchemas(by_id, chosen)
 
 
-def schema_ids(values: Iterable[bytes]) -> set[int]:
-    """The schema ids Confluent's wire format names in ``values`` (a zero magic byte, then
-    the id in 4 bytes, big-endian); a value not in that format names none."""
-    return {struct.unpack(">I", value[1:5])[0] for value in values
-            if len(value) >= 5 and value[0] == 0}
+def row_field_types(schema: Any, fields: list[str], envelope: str) -> dict[str, Any]:
+    """Each of ``fields`` (dotted for a nested one) -> its type in a record schema (a
+    nullable field's other branch), read from a Debezium event's ``after`` record under
+    ``--envelope debezium``; a field not found is left out."""
+    names = _named(schema)
+
+    def inner(kind: Any) -> Any:
+        kind = _deref(kind, names)
+        if isinstance(kind, list):  # ["null", X]: X; a wider union is no one type
+            branches = [b for b in kind if b != "null"]
+            kind = _deref(branches[0], names) if len(branches) == 1 else None
+        return kind
+
+    def find(record: Any, path: list[str]) -> Any:
+        for part in path:
+            record = inner(record)
+            if not (isinstance(record, dict) and record.get("type") == "record"):
+                return None
+            record = next((f["type"] for f in record["fields"] if f["name"] == part), None)
+            if record is None:
+                return None
+        return inner(record)
+
+    prefix = ["after"] if envelope == "debezium" else []
+    found = {name: find(schema, prefix + name.split(".")) for name in fields}
+    return {name: kind for name, kind in found.items() if kind is not None}
 
 
 def record_fields(schema: Any) -> list[str] | None:

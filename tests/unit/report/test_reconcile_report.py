@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kaudit.reconcile.avro_schemas import given_schemas
+from kaudit.reconcile.formats.avro import pinned_to_sampled_id
 from kaudit.reconcile.request import FieldTypes, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec
 from kaudit.reconcile.source import OffsetRange
@@ -54,7 +55,7 @@ def avro_result(tmp_path: Path, ids: set[int]) -> ReconcileResult:
     avro = given_schemas("value", "avro", tmp_path / "order.avsc", None, None)
     assert avro is not None
     request = replace(result().request, value_format="avro",
-                      avro=avro.for_sampled_ids(ids, sampled=10))
+                      avro=pinned_to_sampled_id(avro, ids, sampled=10))
     return replace(result(), request=request)
 
 
