@@ -34,7 +34,7 @@ from kaudit.reconcile.avro_schemas import (
     record_fields,
     row_field_types,
 )
-from kaudit.reconcile.avro_types import avro_semantic_type
+from kaudit.reconcile.avro_types import SPARK_LOGICAL_TYPES, avro_semantic_type
 from kaudit.reconcile.classes import KEY_PROBLEM, UNDECODABLE
 from kaudit.reconcile.declared import Encoding, parse_declaration
 from kaudit.reconcile.encodings import decimal_from_base64, decoded
@@ -153,8 +153,11 @@ def typed_fields(request: ReconcileRequest, fields: list[str]) -> dict[str, Type
                                       request.envelope).items():
         primitive = kind.get("type") if isinstance(kind, dict) else kind
         if declared is not None and name in declared.names:
-            out[name] = TypedField(None, declared.encodings.get(name), "--schema",
-                                   str(primitive))
+            # A logical type spark-avro decodes is a value of its type already: an
+            # encoding word would read it again (a timestamp as a count), a cast will do.
+            logical = isinstance(kind, dict) and kind.get("logicalType") in SPARK_LOGICAL_TYPES
+            out[name] = TypedField(None, None if logical else declared.encodings.get(name),
+                                   "--schema", str(primitive))
         elif (found := avro_semantic_type(kind)) is not None:
             out[name] = TypedField(found.ddl, found.encoding, kind["connect.name"],
                                    str(primitive))
