@@ -84,8 +84,8 @@ def reconcile(
         case_sensitive=False, help=value_format_help())] = JSON_VALUES,
     value_schema: Annotated[Path | None, typer.Option(
         metavar="FILE|DIR", help="Avro writer schemas: a directory of ID.avsc files (one per "
-                                 "schema id), or one .avsc file (named ID.avsc for --value-"
-                                 "format avro).")] = None,
+                                 "schema id), or one .avsc file (with --value-format avro, "
+                                 "used for the one schema id the records carry).")] = None,
     schema_registry: Annotated[str | None, typer.Option(
         metavar="URL", help="A Schema Registry's Confluent-compatible API: the writer schemas "
                             "of --value-format/--key-format avro without a schema file, from "
@@ -106,7 +106,9 @@ def reconcile(
                             "MICROS|NANOS (since the epoch), DATE DAYS, DECIMAL(p,s) BASE64 "
                             "(Kafka Connect's Decimal), TIME MILLIS|MICROS|NANOS (since "
                             "midnight), NUMBER VARIABLE (Debezium's VariableScaleDecimal). TIME, "
-                            "UUID, JSON and NUMBER (any width) are compared as what they are.")
+                            "UUID, JSON and NUMBER (any width) are compared as what they are. "
+                            "With Avro: overrides the reader schema's type of the fields it "
+                            "names.")
     ] = None,
     envelope: Annotated[Envelope, typer.Option(
         case_sensitive=False, help="debezium: each value is a Debezium change event (JSON, "

@@ -2,7 +2,9 @@
 ``.avsc`` files and checked before Spark starts, then resolved into the one reader schema
 the sink is compared with.
 
-- one FILE: the writer schema of every record (plain Avro has no schema id: one schema);
+- one FILE: the writer schema of every record (plain Avro has no schema id: one schema;
+  Confluent-framed records name one: the file's name when it is ``ID.avsc``, else the one id
+  a sample of the topic carries, see :func:`~kaudit.reconcile.formats.avro.pinned_to_sampled_id`);
 - a DIRECTORY of ``ID.avsc`` files: Confluent's schema id -> its writer schema;
 - the reader schema: the one given (``--reader-schema``), else the writer schema with the
   highest id (the newest a registry gave).
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +65,17 @@ class AvroSchemas:
     reader: SchemaFile
     unknown_id: str = "no %1$d.avsc among the writer schemas"
     """Why a record's schema id has no writer schema (a Java format of the id)."""
+    id_from_topic: bool = False
+    """One file for Confluent-framed records, not named by its id: it is used as the
+    writer schema of the one id the topic's records carry, learned from a sample before
+    Spark starts (:func:`~kaudit.reconcile.formats.avro.pinned_to_sampled_id`); until
+    then its id is None."""
 
     @property
     def framed(self) -> bool:
         """Whether the records are in Confluent's wire format, naming their schema id
         (plain Avro's one writer schema has none)."""
-        return None not in self.writers
+        return self.id_from_topic or None not in self.writers
 
 
 @dataclass(frozen=True)
@@ -134,7 +141,8 @@ def given_schemas(side: str, given_format: str, writers: Path | None, reader: Pa
                    source: SchemaSource | None) -> AvroSchemas | None:
     """The writer schemas of the ``side`` (value or key) in ``given_format``: from
     ``writers``, else the registry; None for a side not in Avro (where ``writers`` is then
-    exit 2); ``reader`` as ``--reader-schema`` names it."""
+    exit 2); ``reader`` as ``--reader-schema`` names it. Only values are sampled before
+    Spark starts: a value's one file need not be named by its id, a key's must."""
     if given_format not in AVRO_FORMATS:
         if writers is not None:
             raise InputError(f"--{side}-schema is for Avro {side}s: add --{side}-format avro "
@@ -156,17 +164,19 @@ def given_schemas(side: str, given_format: str, writers: Path | None, reader: Pa
                          f"--{side}-schema FILE|DIR (a directory of ID.avsc files)"
                          + (", or --schema-registry URL" if given_format == "avro" else ""))
     return load_schemas(writers, reader, framed=given_format == "avro",
-                        record_only=side == "value")
+                        record_only=side == "value", id_from_topic=side == "value")
 
 
 def load_schemas(writers: Path, reader: Path | None = None, *,
-                 framed: bool = True, record_only: bool = True) -> AvroSchemas:
+                 framed: bool = True, record_only: bool = True,
+                 id_from_topic: bool = False) -> AvroSchemas:
     """The writer schemas of ``writers`` and the reader schema, each writer checked to
     resolve to it.
 
     ``framed`` (Confluent's wire format: each record names its schema id): ``writers`` is a
-    directory of ``ID.avsc`` files, or one file named so. Plain Avro names no id: one
-    ``.avsc`` file, of any name."""
+    directory of ``ID.avsc`` files, or one file named so, or (``id_from_topic``) one file
+    of any name, used for the one id the topic carries (:attr:`AvroSchemas.id_from_topic`).
+    Plain Avro names no id: one ``.avsc`` file, of any name."""
     if writers.is_dir():
         if not framed:
             raise InputError(f"{writers}: plain Avro records carry no schema id: give the "
@@ -186,11 +196,16 @@ def load_schemas(writers: Path, reader: Path | None = None, *,
         by_id = found
     elif writers.is_file():
         match = _ID_FILE.match(writers.name)
-        if framed and not match:
+        if framed and not match and not id_from_topic:
             raise InputError(f"{writers}: Confluent-framed records name their schema id: name "
                              "the file ID.avsc (e.g. 1.avsc) or give a directory of them")
         schema_id = int(match.group(1)) if framed and match else None
         by_id = {schema_id: read_schema_file(writers, schema_id)}
+        if framed and schema_id is None:
+            schemas = resolved(by_id, reader, record_only=record_only)
+            unknown = (f"{str(writers).replace('%', '%%')} was used for no schema id: no "
+                       "record sampled from both ends of each partition named one")
+            return replace(schemas, id_from_topic=True, unknown_id=unknown)
     else:
         raise InputError(f"{writers}: no such schema file or directory")
     return resolved(by_id, reader, record_only=record_only)
@@ -239,6 +254,34 @@ def resolved(by_id: dict[int | None, SchemaFile], reader: Path | None, *,
         raise InputError(f"{chosen.source}: the reader schema is not a record: kaudit "
                          "compares a record's fields")
     return AvroSchemas(by_id, chosen)
+
+
+def row_field_types(schema: Any, fields: list[str], envelope: str) -> dict[str, Any]:
+    """Each of ``fields`` (dotted for a nested one) -> its type in a record schema (a
+    nullable field's other branch), read from a Debezium event's ``after`` record under
+    ``--envelope debezium``; a field not found is left out."""
+    names = _named(schema)
+
+    def inner(kind: Any) -> Any:
+        kind = _deref(kind, names)
+        if isinstance(kind, list):  # ["null", X]: X; a wider union is no one type
+            branches = [b for b in kind if b != "null"]
+            kind = _deref(branches[0], names) if len(branches) == 1 else None
+        return kind
+
+    def find(record: Any, path: list[str]) -> Any:
+        for part in path:
+            record = inner(record)
+            if not (isinstance(record, dict) and record.get("type") == "record"):
+                return None
+            record = next((f["type"] for f in record["fields"] if f["name"] == part), None)
+            if record is None:
+                return None
+        return inner(record)
+
+    prefix = ["after"] if envelope == "debezium" else []
+    found = {name: find(schema, prefix + name.split(".")) for name in fields}
+    return {name: kind for name, kind in found.items() if kind is not None}
 
 
 def record_fields(schema: Any) -> list[str] | None:

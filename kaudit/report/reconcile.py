@@ -6,6 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from kaudit.reconcile.avro_schemas import AvroSchemas
 from kaudit.reconcile.classes import CLASSES
 from kaudit.reconcile.request import ReconcileResult
 from kaudit.report.base import Report, text_only
@@ -25,6 +26,9 @@ def reconcile_document(result: ReconcileResult) -> dict[str, Any]:
             "isolation_level": "read_committed" if r.read_committed else "read_uncommitted",
             "value_format": r.value_format,
             "key": r.key,
+            # Avro values only: each writer schema's id (null for plain Avro) and where it
+            # was read; id_from_topic: one file whose id is the one a sample carried
+            **({"value_schemas": value_schemas(r.avro)} if r.avro is not None else {}),
         },
         # snapshot_id: the Iceberg snapshot read (null for sinks without snapshots)
         "sink": {"uri": result.sink.describe(), "kind": result.sink.kind,
@@ -51,6 +55,28 @@ def reconcile_document(result: ReconcileResult) -> dict[str, Any]:
     }
 
 
+def value_schemas(avro: AvroSchemas) -> dict[str, Any]:
+    """Which Avro schemas the values were read with, as the report says it."""
+    return {"writers": [{"schema_id": w.schema_id, "source": w.source}
+                        for w in avro.writers.values()],
+            "reader": avro.reader.source, "id_from_topic": avro.id_from_topic}
+
+
+def _schema_lines(source: dict[str, Any]) -> list[str]:
+    """The table's line on the Avro schemas the values were read with (none for others)."""
+    schemas = source.get("value_schemas")
+    if schemas is None:
+        return []
+    if schemas["id_from_topic"]:
+        [one] = schemas["writers"]
+        used = f"schema id {one['schema_id']}" if one["schema_id"] is not None else "no id"
+        return [f"value schema: {one['source']}, used for {used} (the ids sampled from both "
+                "ends of each partition)", ""]
+    writers = ", ".join(w["source"] if w["schema_id"] is None
+                        else f"{w['schema_id']} ({w['source']})" for w in schemas["writers"])
+    return [f"value schemas: {writers}; read as {schemas['reader']}", ""]
+
+
 def reconcile_table(result: ReconcileResult) -> str:
     """Counts, then a few samples of each class with topic/partition/offset."""
     rec = reconcile_document(result)
@@ -60,6 +86,7 @@ def reconcile_table(result: ReconcileResult) -> str:
     lines = [f"kaudit reconcile: {rec['source']['topic']} -> {rec['sink']['uri']}{at} "
              f"({rec['mode']}, {rec['source']['isolation_level']})", "",
              tabulate([(k, v) for k, v in counts.items()], headers=["class", "count"]), ""]
+    lines += _schema_lines(rec["source"])
     lines += [f"{f['column']}: topic {f['topic_type']}, sink {f['sink_type']}, compared as "
               f"{f['compared_as']}" for f in rec["fields"]]
     if rec["fields"]:

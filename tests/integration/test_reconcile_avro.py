@@ -2,7 +2,8 @@
 (fastavro) under two schema versions (a promoted type, a field added with a default),
 decoded by spark-avro, reconciled exactly against Parquet and PostgreSQL sinks with known
 faults; a bad magic byte, an unknown schema id and a truncated body are each undecodable
-with their reason, among valid records."""
+with their reason, among valid records. One schema file not named by its id: used for the
+one id the range carries, and refused before Spark where it carries several."""
 
 from __future__ import annotations
 
@@ -191,3 +192,58 @@ def test_upsert_mode_against_postgres_with_tombstones(
     assert keys_of(doc, "mismatched") == CHANGED
     _assert_undecodable_exactly(doc, avro_topic["placed"])
     assert postgres.password not in json.dumps(doc) + stderr
+
+
+ONE_ID = 17  # the id a registry gave the one schema; the user's file is named order.avsc
+
+
+@pytest.fixture(scope="module")
+def one_id_topic(lab: Lab, local_spark: Any, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[dict[str, Any]]:
+    """Confluent-framed records all of one schema id, its schema in a file not named by
+    it, and a Parquet sink equal to them."""
+    from confluent_kafka import Producer
+
+    home = tmp_path_factory.mktemp("one-id")
+    (home / "order.avsc").write_text(json.dumps(V2, indent=2))
+    name = create_topic(lab, "avro-one-id", 3)
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
+    for i in range(V2_FROM, N):
+        producer.produce(name, key=str(i), value=framed(ONE_ID, V2, order(i)))
+    assert producer.flush(30) == 0, "records still unsent after 30 s"
+    sink = home / "orders.parquet"
+    local_spark.createDataFrame(
+        [{"id": i, "status": "new", "amount": amount(i)} for i in range(V2_FROM, N)],
+        "id BIGINT, status STRING, amount DOUBLE").coalesce(1).write.parquet(str(sink))
+    yield {"name": name, "schema": home / "order.avsc", "sink": sink}
+    admin(lab).delete_topics([name])
+
+
+def test_one_schema_file_is_used_for_the_one_id_the_range_carries_and_named(
+        lab: Lab, one_id_topic: dict[str, Any]) -> None:
+    code, doc, stderr = reconcile(
+        lab, "--topic", one_id_topic["name"], "--value-format", "avro",
+        "--value-schema", str(one_id_topic["schema"]),
+        "--sink", f"parquet:{one_id_topic['sink']}", "--key", "id",
+        "--compare", "status,amount")
+    assert code == 0, stderr
+    assert doc["counts"]["topic_records"] == N - V2_FROM
+    assert doc["source"]["value_schemas"] == {
+        "writers": [{"schema_id": ONE_ID, "source": str(one_id_topic["schema"])}],
+        "reader": str(one_id_topic["schema"]), "id_from_topic": True}
+
+
+def test_one_schema_file_for_several_ids_is_exit_2_before_spark_naming_them(
+        lab: Lab, avro_topic: dict[str, Any], parquet_sink: Path, tmp_path: Path) -> None:
+    one_file = tmp_path / "order.avsc"
+    one_file.write_text(json.dumps(V2))
+    code, doc, stderr = reconcile(
+        lab, "--topic", avro_topic["name"], "--value-format", "avro",
+        "--value-schema", str(one_file), "--sink", f"parquet:{parquet_sink}",
+        "--key", "id", "--compare", "status")
+    assert (code, doc) == (2, {}), stderr
+    # Ids 1 and 2, and the record written with an unknown id 9: every record was sampled.
+    assert stderr == (
+        f"kaudit: error: --value-schema {one_file}: one schema file, but the {N + len(BAD)} "
+        "records sampled from both ends of each partition carry schema ids 1, 2, 9: give a "
+        "directory of the writer schemas named by their ids (1.avsc, 2.avsc, 9.avsc)\n")

@@ -6,6 +6,12 @@ before the Avro body; each record is decoded with the writer schema of its id.
 Either way the record is resolved into the one reader schema (fields added with defaults,
 promoted types), so every record has the same fields, typed as the reader schema says.
 
+A field of Kafka Connect's or Debezium's semantic types (``connect.name`` in its Avro type:
+``io.debezium.time.MicroTimestamp`` on a long, Connect's Decimal on bytes, ...) is read as
+the type the name says (:func:`~kaudit.reconcile.avro_types.avro_semantic_type`), by the
+decoders JSON's declarations use (:mod:`kaudit.reconcile.encodings`); one that does not
+read so is undecodable, with its field named.
+
 A record that cannot be decoded is kept, undecodable as a whole, with why in its sample:
 shorter than the header, another magic byte, a schema id with no file, or a body that does
 not decode with its writer schema. spark-avro's PERMISSIVE mode decodes such a body as a
@@ -16,6 +22,7 @@ only nulls would share). A field that is null in the record stays null.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +32,12 @@ from kaudit.reconcile.avro_schemas import (
     field_paths,
     never_null_fields,
     record_fields,
+    row_field_types,
 )
+from kaudit.reconcile.avro_types import SPARK_LOGICAL_TYPES, avro_semantic_type
 from kaudit.reconcile.classes import KEY_PROBLEM, UNDECODABLE
+from kaudit.reconcile.declared import Encoding, parse_declaration
+from kaudit.reconcile.encodings import decimal_from_base64, decoded
 from kaudit.reconcile.envelope import OPS
 from kaudit.reconcile.formats.base import Decoded, joined_key
 from kaudit.reconcile.request import ReconcileRequest
@@ -53,6 +64,12 @@ def check_avro_fields(request: ReconcileRequest) -> None:
         if name not in known:
             raise InputError(f"{request.avro.reader.source}: {where} has no field {name!r} "
                              f"(fields: {', '.join(sorted(known))})")
+    # --schema overrides the type of a field the reader schema has, never adds one.
+    for name in parse_declaration(request.schema).names if request.schema else ():
+        if name not in known:
+            raise InputError(f"--schema declares {name!r}, which {where} "
+                             f"({request.avro.reader.source}) lacks (fields: "
+                             f"{', '.join(sorted(known))})")
 
 
 def decode_avro(raw: Any, request: ReconcileRequest) -> Decoded:
@@ -77,16 +94,99 @@ def decode_avro(raw: Any, request: ReconcileRequest) -> Decoded:
     else:
         frame = frame.withColumn(UNDECODABLE, F.when(F.col("_reason").isNotNull(),
                                                      F.lit("")))
-    values = {name: _row_field(name, request.envelope) for name in [*key_names,
-                                                                     *request.compare]}
+    fields = [*key_names, *request.compare]
+    read = {name: _row_field(name, request.envelope) for name in fields}
+    typed = typed_fields(request, fields)
+    targets = _targets(typed, request)
+    values = {name: _read_as(read[name], typed[name], targets[name]) if name in typed
+              else read[name] for name in fields}
+    # A field that does not read as its type (an unparsable zoned timestamp, a decimal too
+    # wide): the record is undecodable in that field, as a JSON one would be.
+    failed = [F.when(read[n].isNotNull() & values[n].isNull(), F.lit(n)) for n in typed]
+    key_unread = F.col(UNDECODABLE).isNotNull()
+    if failed:
+        # Named apart: UNDECODABLE below then also holds the field.
+        frame = frame.withColumn("_field", F.when(F.col(UNDECODABLE).isNull(),
+                                                  F.coalesce(*failed)))
+        key_unread = (F.col(UNDECODABLE).isNotNull() & F.col("_field").isNull()) \
+            | F.coalesce(F.col("_field").isin(*key_names), F.lit(False))
+        why = [F.when(F.col("_field") == n, F.lit(
+            f"field {n} does not read as {targets[n].simpleString()} "
+            f"{(f.encoding or '').upper()} ({f.said_by})".replace("  ", " ")))
+            for n, f in typed.items()]
+        frame = frame.withColumn(UNDECODABLE, F.coalesce(F.col(UNDECODABLE), F.col("_field")))
+        frame = frame.withColumn("_reason", F.coalesce(F.col("_reason"), *why))
     raw_text = F.when(F.col(UNDECODABLE).isNotNull(), F.concat(
         F.col("_reason"), F.lit("; the value starts "),
         F.lower(F.hex(F.substring(value, 1, SAMPLE_BYTES)))))
     return Decoded(frame=frame, tombstone=tombstone,
                    values={c: values[c] for c in request.compare},
                    key_texts={k: values[k].cast("string") for k in key_names},
-                   key_unread=F.col(UNDECODABLE).isNotNull(), raw_text=raw_text,
+                   key_unread=key_unread, raw_text=raw_text,
                    by_message_key=by_message_key)
+
+
+@dataclass(frozen=True)
+class TypedField:
+    """A field read as another type than spark-avro gives it, and who says so."""
+
+    ddl: str | None
+    """Its Spark type; None: the one ``--schema`` declares (read by Spark's parser)."""
+    encoding: Encoding | None
+    """How its value is written (an epoch number, a Decimal's bytes); None: as the type's
+    own text, or a value of the type already."""
+    said_by: str
+    """``--schema``, or the semantic name in its Avro type."""
+    avro_type: str
+    """The Avro primitive it is written in."""
+
+
+def typed_fields(request: ReconcileRequest, fields: list[str]) -> dict[str, TypedField]:
+    """The ``fields`` read as another type than spark-avro gives them: the one ``--schema``
+    declares (it overrides), else the one a Connect or Debezium semantic name in the
+    reader schema says (:func:`~kaudit.reconcile.avro_types.avro_semantic_type`)."""
+    if request.avro is None:
+        return {}
+    declared = parse_declaration(request.schema) if request.schema else None
+    out = {}
+    for name, kind in row_field_types(request.avro.reader.schema, fields,
+                                      request.envelope).items():
+        primitive = kind.get("type") if isinstance(kind, dict) else kind
+        if declared is not None and name in declared.names:
+            # A logical type spark-avro decodes is a value of its type already: an
+            # encoding word would read it again (a timestamp as a count), a cast will do.
+            logical = isinstance(kind, dict) and kind.get("logicalType") in SPARK_LOGICAL_TYPES
+            out[name] = TypedField(None, None if logical else declared.encodings.get(name),
+                                   "--schema", str(primitive))
+        elif (found := avro_semantic_type(kind)) is not None:
+            out[name] = TypedField(found.ddl, found.encoding, kind["connect.name"],
+                                   str(primitive))
+    return out
+
+
+def _targets(typed: dict[str, TypedField], request: ReconcileRequest) -> dict[str, Any]:
+    """The Spark type each typed field is read as."""
+    from pyspark.sql.types import DataType, StructType
+
+    schema: Any = StructType.fromDDL(parse_declaration(request.schema).ddl) \
+        if request.schema else StructType()
+    declared = {f.name: f.dataType for f in schema.fields}
+    return {name: declared[name] if field.ddl is None else DataType.fromDDL(field.ddl)
+            for name, field in typed.items()}
+
+
+def _read_as(column: Any, field: TypedField, target: Any) -> Any:
+    """A decoded Avro field read as ``target``, written as ``field`` says: an epoch number
+    as a time or a date, a Decimal's bytes at its scale (through their base64: the one
+    decoder of Connect's Decimal), a text or a number cast; null where it does not read."""
+    from pyspark.sql import functions as F
+
+    if field.encoding is Encoding.BASE64:
+        text = F.base64(column) if field.avro_type == "bytes" else column.cast("string")
+        return decimal_from_base64(text, target)
+    if field.encoding is not None:
+        return decoded(column, target, field.encoding)
+    return column.try_cast(target)
 
 
 def decode_key(raw: Any, request: ReconcileRequest) -> Any:
@@ -192,6 +292,10 @@ def _framed(value: Any, schemas: Any, decoded: str = "v") -> tuple[Any, Any]:
                            {"mode": "PERMISSIVE", "avroSchema": reader})
         test = header_ok & (schema_id == F.lit(schema_id_known))
         by_id = F.when(test, branch) if by_id is None else by_id.when(test, branch)
+    if by_id is None:  # one file whose id no sampled record named: no record is its
+        [writer] = schemas.writers.values()
+        by_id = F.when(F.lit(False), from_avro(body, writer.json(), {
+            "mode": "PERMISSIVE", "avroSchema": reader}))
     reason = (
         F.when(length < HEADER_BYTES, F.format_string(
             "%d bytes: shorter than the 5-byte header of Confluent's wire format", length))

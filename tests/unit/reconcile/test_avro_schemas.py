@@ -4,6 +4,7 @@ starts: Avro's own resolution rules, each refusal naming the file and the field.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,14 @@ import pytest
 from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import (
     field_paths,
+    given_schemas,
     key_schemas_for,
     load_schemas,
     never_null_fields,
     read_schema_file,
     resolve,
 )
+from kaudit.reconcile.formats.avro import pinned_to_sampled_id, schema_ids
 from kaudit.reconcile.request import ReconcileRequest
 
 V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
@@ -58,6 +61,53 @@ def test_one_file_of_confluent_framed_records_names_its_id(tmp_path: Path) -> No
     with pytest.raises(InputError) as err:
         load_schemas(write(tmp_path / "order.avsc", V1))
     assert "name the file ID.avsc" in err.value.message
+
+
+def test_one_value_file_of_any_name_is_used_for_the_one_id_the_topic_carries(
+        tmp_path: Path) -> None:
+    schemas = given_schemas("value", "avro", write(tmp_path / "order.avsc", V1), None, None)
+    assert schemas is not None and schemas.framed and schemas.id_from_topic
+    assert schemas.writers[None].schema == V1  # its id not known until the sample
+    pinned = pinned_to_sampled_id(schemas, {3}, sampled=40)
+    assert list(pinned.writers) == [3] and pinned.framed and pinned.id_from_topic
+    assert pinned.reader.schema_id == 3 and pinned.reader.schema == V1
+    # A record of another id found later: unknown, never decoded with this schema.
+    assert pinned.unknown_id.startswith(f"{tmp_path / 'order.avsc'} was used for schema id 3")
+    assert pinned_to_sampled_id(schemas, set(), sampled=0) is schemas  # an empty range
+
+
+def test_one_value_file_and_several_sampled_ids_names_them_and_the_files_to_give(
+        tmp_path: Path) -> None:
+    schemas = given_schemas("value", "avro", write(tmp_path / "order.avsc", V1), None, None)
+    assert schemas is not None
+    with pytest.raises(InputError) as err:
+        pinned_to_sampled_id(schemas, {12, 3}, sampled=40)
+    assert err.value.message == (
+        f"--value-schema {tmp_path / 'order.avsc'}: one schema file, but the 40 records "
+        "sampled from both ends of each partition carry schema ids 3, 12: give a directory "
+        "of the writer schemas named by their ids (3.avsc, 12.avsc)")
+
+
+def test_a_reader_schema_given_stays_the_reader_when_the_id_is_learned(tmp_path: Path) -> None:
+    schemas = given_schemas("value", "avro", write(tmp_path / "order.avsc", V1),
+                            write(tmp_path / "reader.avsc", V2), None)
+    assert schemas is not None
+    pinned = pinned_to_sampled_id(schemas, {5}, sampled=1)
+    assert list(pinned.writers) == [5] and pinned.writers[5].schema == V1
+    assert pinned.reader.schema == V2 and pinned.reader.source.endswith("reader.avsc")
+
+
+def test_a_key_file_must_still_be_named_by_its_id(tmp_path: Path) -> None:
+    """Only values are sampled before Spark starts."""
+    with pytest.raises(InputError) as err:
+        key_schemas_for("avro", write(tmp_path / "key.avsc", "long"))
+    assert "name the file ID.avsc" in err.value.message
+
+
+def test_schema_ids_are_read_from_the_wire_formats_header_only() -> None:
+    values = [b"\x00\x00\x00\x00\x03body", b"\x00\x00\x00\x01\x00", b"\x01\x00\x00\x00\x09",
+              b"\x00\x00", b"", b'{"id": 1}']
+    assert schema_ids(values) == {3, 256}
 
 
 def test_plain_avro_has_one_writer_schema_not_a_directory(tmp_path: Path) -> None:
@@ -218,3 +268,115 @@ def test_an_avro_key_records_fields_are_the_sinks_key_columns(tmp_path: Path) ->
                             key_avro=primitive).sink_key_columns() == ["key"]
     assert ReconcileRequest(topic="t", sink_uri="json:/dev/null",
                             key="id,@key").sink_key_columns() == ["id", "key"]
+
+
+
+def test_the_avro_formats_field_check_learns_the_id_from_the_sample_of_both_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The value format's check before Spark: the one id the sampled values carry, or
+    exit 2 for several; files named by id and the registry's schemas are not sampled."""
+    import kaudit.reconcile.source as source
+    from kaudit.reconcile.formats import value_format
+
+    sampled: list[list[bytes] | None] = []
+    monkeypatch.setattr(source, "sample_values", lambda *args: sampled[-1])
+    avro = given_schemas("value", "avro", write(tmp_path / "order.avsc", V1), None, None)
+    request = ReconcileRequest(topic="orders", sink_uri="json:/x", key="id",
+                               value_format="avro", avro=avro)
+    check = value_format("avro").check_sampled_fields
+    sampled.append([b"\x00\x00\x00\x00\x07a", b"\x00\x00\x00\x00\x07b", b"\x05x"])
+    learned = check(None, request, [])  # type: ignore[arg-type]
+    assert learned.avro is not None and list(learned.avro.writers) == [7]
+    sampled.append([b"\x00\x00\x00\x00\x07a", b"\x00\x00\x00\x00\x08b"])
+    with pytest.raises(InputError, match="carry schema ids 7, 8: give a directory"):
+        check(None, request, [])  # type: ignore[arg-type]
+    sampled.append(None)  # not read within the timeout: the id is not known
+    with pytest.raises(InputError, match="not read within the timeout"):
+        check(None, request, [])  # type: ignore[arg-type]
+    named = replace(request, avro=load_schemas(write(tmp_path / "7.avsc", V1)))
+    assert check(None, named, []) is named  # type: ignore[arg-type]
+
+
+MICROS = {"type": "long", "connect.version": 1, "connect.name": "io.debezium.time.MicroTimestamp"}
+PRECISE = {"type": "bytes", "connect.name": "org.apache.kafka.connect.data.Decimal",
+           "connect.parameters": {"scale": "2", "connect.decimal.precision": "12"}}
+
+
+@pytest.mark.parametrize(("avro_type", "ddl", "encoding"), [
+    (MICROS, "TIMESTAMP", "micros"),
+    ({"type": "long", "connect.name": "io.debezium.time.Timestamp"}, "TIMESTAMP", "millis"),
+    ({"type": "int", "connect.name": "io.debezium.time.Date"}, "DATE", "days"),
+    (PRECISE, "DECIMAL(12,2)", "base64"),
+    ({"type": "string", "connect.name": "io.debezium.time.ZonedTimestamp"}, "TIMESTAMP", None),
+])
+def test_a_connect_name_in_an_avro_type_says_what_the_primitive_holds(
+        avro_type: Any, ddl: str, encoding: str | None) -> None:
+    from kaudit.reconcile.avro_types import avro_semantic_type
+
+    found = avro_semantic_type(avro_type)
+    assert found is not None and (found.ddl, found.encoding) == (ddl, encoding)
+
+
+@pytest.mark.parametrize("avro_type", [
+    # spark-avro decodes these itself: Connect's Decimal as Confluent's converter writes it
+    # (with logicalType decimal), Connect's Timestamp and Date.
+    {**PRECISE, "logicalType": "decimal", "precision": 12, "scale": 2},
+    {"type": "long", "logicalType": "timestamp-millis",
+     "connect.name": "org.apache.kafka.connect.data.Timestamp"},
+    {"type": "int", "logicalType": "date", "connect.name": "org.apache.kafka.connect.data.Date"},
+    # Text that stays text, a time of day Spark cannot hold, a plain type.
+    {"type": "string", "connect.name": "io.debezium.data.Json"},
+    {"type": "string", "connect.name": "io.debezium.data.Uuid"},
+    {"type": "long", "connect.name": "io.debezium.time.MicroTime"},
+    {"type": "long", "connect.name": "io.debezium.time.NanoTimestamp"},
+    "long", {"type": "long"},
+    # A name on a primitive that cannot hold it is not trusted.
+    {"type": "string", "connect.name": "io.debezium.time.MicroTimestamp"},
+])
+def test_what_spark_avro_reads_or_the_name_does_not_say_is_left_alone(avro_type: Any) -> None:
+    from kaudit.reconcile.avro_types import avro_semantic_type
+
+    assert avro_semantic_type(avro_type) is None
+
+
+def test_row_field_types_reach_through_nullable_records_and_debeziums_after() -> None:
+    from kaudit.reconcile.avro_schemas import row_field_types
+
+    row = {"type": "record", "name": "Value", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "at", "type": ["null", MICROS], "default": None},
+        {"name": "shop", "type": ["null", {"type": "record", "name": "Shop", "fields": [
+            {"name": "opened", "type": {"type": "int", "connect.name": "io.debezium.time.Date"}}
+        ]}]}]}
+    envelope = {"type": "record", "name": "Envelope", "fields": [
+        {"name": "before", "type": ["null", row]}, {"name": "after", "type": ["null", "Value"]},
+        {"name": "op", "type": "string"}]}
+    wanted = ["id", "at", "shop.opened", "nope"]
+    expected = {"id": "long", "at": MICROS,
+                "shop.opened": {"type": "int", "connect.name": "io.debezium.time.Date"}}
+    assert row_field_types(row, wanted, "none") == expected
+    assert row_field_types(envelope, wanted, "debezium") == expected
+
+
+def test_schema_overrides_a_semantic_name_and_names_only_the_reader_schemas_fields(
+        tmp_path: Path) -> None:
+    from kaudit.reconcile.formats.avro_decode import check_avro_fields, typed_fields
+
+    row = {"type": "record", "name": "Value", "fields": [
+        {"name": "id", "type": "long"}, {"name": "at", "type": MICROS},
+        {"name": "amount", "type": PRECISE}, {"name": "note", "type": "string"},
+        {"name": "paid", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+    avro = load_schemas(write(tmp_path / "v.avsc", row), framed=False)
+    request = ReconcileRequest(topic="t", sink_uri="json:/x", key="id", value_format="avro-plain",
+                               compare=("at", "amount", "note", "paid"), avro=avro,
+                               schema="at BIGINT, note DATE, paid TIMESTAMP MILLIS")
+    typed = typed_fields(request, ["id", "at", "amount", "note", "paid"])
+    assert {n: (f.ddl, f.encoding, f.said_by, f.avro_type) for n, f in typed.items()} == {
+        "at": (None, None, "--schema", "long"),
+        "amount": ("DECIMAL(12,2)", "base64", "org.apache.kafka.connect.data.Decimal", "bytes"),
+        "note": (None, None, "--schema", "string"),
+        # spark-avro's timestamp already: MILLIS would read it again as a count
+        "paid": (None, None, "--schema", "long")}
+    check_avro_fields(request)
+    with pytest.raises(InputError, match="--schema declares 'nope', which the reader schema"):
+        check_avro_fields(replace(request, schema="nope INT"))

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from kaudit.reconcile.avro_schemas import load_schemas
+from kaudit.reconcile.avro_schemas import given_schemas, load_schemas
 from kaudit.reconcile.decode import decode_topic
+from kaudit.reconcile.formats.avro import pinned_to_sampled_id
 from kaudit.reconcile.job import hashed, shape_sink
 from kaudit.reconcile.request import ReconcileRequest
 from tests.unit.reconcile.frames import counts, rows, run
@@ -115,6 +116,29 @@ def test_every_way_a_framed_value_fails_is_named(spark: SparkSession, tmp_path: 
                              "00000000020e")
 
 
+def test_one_file_is_used_for_the_sampled_id_and_another_id_is_unknown_not_misread(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """A single .avsc for framed records, pinned to the id the sample carried (3): a
+    record of id 4 found later, which V1 would read as some (wrong) values, is undecodable
+    with why."""
+    (tmp_path / "reading.avsc").write_text(json.dumps(V1))
+    avro = given_schemas("value", "avro", tmp_path / "reading.avsc", None, None)
+    assert avro is not None
+    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",
+                               compare=("value",), value_format="avro",
+                               avro=pinned_to_sampled_id(avro, {3}, sampled=1))
+    values = [framed(3, V1, {"id": 1, "value": 10}), framed(4, V1, {"id": 2, "value": 20})]
+    sink = spark.createDataFrame([(1, 10.0, None), (2, 20.0, None)],
+                                 "id long, value double, unit string")
+    topic, sink, _ = hashed(decode_topic(raw(spark, values), request, {}),
+                            shape_sink(sink, request), ["value"])
+    result = run(topic, sink, "append", ["value"])
+    assert result.counts() == counts(undecodable=1, extra_in_sink=1)
+    [bad] = [r for r in rows(result) if r[0] == "undecodable"]
+    assert bad[7].startswith(f"schema id 4: {tmp_path / 'reading.avsc'} was used for schema "
+                             "id 3, the one id sampled")
+
+
 def test_plain_avro_has_no_header_and_one_writer_schema(spark: SparkSession,
                                                         tmp_path: Path) -> None:
     values = [body(V2, {"id": 1, "value": 1.0, "unit": None}), b"\x02"]
@@ -197,3 +221,149 @@ def test_an_avro_key_is_matched_as_its_text_and_one_that_does_not_decode_says_wh
     assert found["undecodable"][6] == "@key"
     assert found["undecodable"][7] == ("the key: does not decode with the writer schema "
                                        "key.avsc; the key starts 80")
+
+
+DATE = {"type": "int", "connect.version": 1, "connect.name": "io.debezium.time.Date"}
+TYPED = {"type": "record", "name": "Value", "namespace": "shop.public.orders", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "at", "type": {"type": "long", "connect.version": 1,
+                            "connect.name": "io.debezium.time.MicroTimestamp"}},
+    {"name": "ms", "type": ["null", {"type": "long", "connect.name":
+                                     "io.debezium.time.Timestamp"}], "default": None},
+    {"name": "day", "type": DATE},
+    # decimal.handling.mode=precise as Debezium's schema names it, without a logicalType
+    {"name": "amount", "type": {
+        "type": "bytes", "connect.version": 1, "connect.name":
+        "org.apache.kafka.connect.data.Decimal",
+        "connect.parameters": {"scale": "2", "connect.decimal.precision": "12"}}},
+    # as Confluent's AvroConverter writes it: spark-avro reads the logical type itself
+    {"name": "total", "type": {
+        "type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2,
+        "connect.name": "org.apache.kafka.connect.data.Decimal",
+        "connect.parameters": {"scale": "2", "connect.decimal.precision": "12"}}},
+    {"name": "zoned", "type": {"type": "string", "connect.name":
+                               "io.debezium.time.ZonedTimestamp"}},
+    {"name": "doc", "type": {"type": "string", "connect.name": "io.debezium.data.Json"}}]}
+TYPED_SINK = ("id long, at timestamp, ms timestamp, day date, amount decimal(12,2), "
+              "total decimal(12,2), zoned timestamp, doc string")
+TYPED_FIELDS = ("at", "ms", "day", "amount", "total", "zoned", "doc")
+
+
+def typed_row(i: int) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """One row as Debezium writes it to Avro, and as PostgreSQL holds it; every other one
+    before 1970, the amounts negative."""
+    from datetime import UTC, date, datetime, timedelta
+    from decimal import Decimal
+
+    sign = -1 if i % 2 else 1
+    at = datetime(2026, 11, 28, 8, 0, 0, 46993, tzinfo=UTC) + sign * timedelta(days=20000 + i)
+    day = date(2024, 2, 29) + sign * timedelta(days=19000 + i)
+    cents = sign * (1_000_000_000_00 + 1250 + i)
+    micros = (at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+    unscaled = cents.to_bytes(8, "big", signed=True)
+    record = {"id": i, "at": micros, "ms": micros // 1000, "day": (day - date(1970, 1, 1)).days,
+              "amount": unscaled, "total": unscaled, "zoned": at.isoformat().replace(
+                  "+00:00", "Z"), "doc": '{"a": 1}'}
+    naive = at.replace(tzinfo=None)
+    amount = Decimal(cents).scaleb(-2)
+    return record, (i, naive, naive.replace(microsecond=naive.microsecond // 1000 * 1000), day,
+                    amount, amount, naive, '{"a": 1}')
+
+
+def typed_run(spark: SparkSession, tmp_path: Path, records: list[bytes],
+              sink_rows: list[tuple[Any, ...]], schema: Any, envelope: str = "none") -> Any:
+    (tmp_path / "value.avsc").write_text(json.dumps(schema))
+    avro = given_schemas("value", "avro", tmp_path / "value.avsc", None, None)
+    assert avro is not None
+    mode = "upsert" if envelope == "debezium" else "append"
+    request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="id",
+                               compare=TYPED_FIELDS, value_format="avro", mode=mode,
+                               avro=pinned_to_sampled_id(avro, {1}, sampled=1),
+                               envelope=envelope)  # type: ignore[arg-type]
+    sink = spark.createDataFrame(sink_rows, TYPED_SINK)
+    topic, sink, fields = hashed(decode_topic(raw(spark, records), request, {}),
+                                 shape_sink(sink, request), list(TYPED_FIELDS))
+    return run(topic, sink, mode, list(TYPED_FIELDS)), fields
+
+
+def test_debeziums_semantic_types_in_avro_compare_exactly_with_the_sinks_types(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """Equal rows (after and before 1970, negative decimals) are clean; 1 µs, 1 day and
+    0.01 are each found in their field; a zoned timestamp that does not parse is
+    undecodable in its field."""
+    from datetime import timedelta
+    from decimal import Decimal
+
+    made = [typed_row(i) for i in range(6)]
+    records = [framed(1, TYPED, record) for record, _ in made]
+    sink = [row for _, row in made]
+    sink[2] = (*sink[2][:1], sink[2][1] + timedelta(microseconds=1), *sink[2][2:])
+    sink[3] = (*sink[3][:3], sink[3][3] + timedelta(days=1), *sink[3][4:])
+    sink[4] = (*sink[4][:4], sink[4][4] + Decimal("0.01"), *sink[4][5:])
+    broken, _ = typed_row(5)
+    records[5] = framed(1, TYPED, {**broken, "zoned": "not a time"})
+    result, fields = typed_run(spark, tmp_path, records, sink, TYPED)
+    assert {f.column: f.topic_type for f in fields} == {
+        "at": "timestamp", "ms": "timestamp", "day": "date", "amount": "decimal(12,2)",
+        "total": "decimal(12,2)", "zoned": "timestamp", "doc": "string"}
+    found = {(r[0], r[1], r[6]) for r in rows(result) if r[0] != "extra_in_sink"}
+    assert found == {("mismatched", "2", "at"), ("mismatched", "3", "day"),
+                     ("mismatched", "4", "amount"), ("undecodable", "5", "zoned")}, \
+        rows(result)
+    [bad] = [r for r in rows(result) if r[0] == "undecodable"]
+    assert bad[7].startswith("field zoned does not read as timestamp "
+                             "(io.debezium.time.ZonedTimestamp); the value starts 0000000001")
+
+
+def test_semantic_types_are_read_in_a_debezium_events_after(spark: SparkSession,
+                                                           tmp_path: Path) -> None:
+    envelope = {"type": "record", "name": "Envelope", "namespace": "shop.public.orders",
+                "fields": [{"name": "before", "type": ["null", TYPED], "default": None},
+                           {"name": "after", "type": ["null", "Value"], "default": None},
+                           {"name": "op", "type": "string"}]}
+    first, row = typed_row(1)
+    second, _ = typed_row(2)
+    records = [framed(1, envelope, {"before": None, "after": first, "op": "c"}),
+               framed(1, envelope, {"before": None, "after": second, "op": "c"}),
+               framed(1, envelope, {"before": second, "after": None, "op": "d"})]
+    result, _ = typed_run(spark, tmp_path, records, [row], envelope, "debezium")
+    assert result.counts() == counts()
+
+
+def test_schema_declares_an_avro_fields_type_over_its_semantic_name(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """--schema with Avro: an epoch-millis long, a Decimal's bytes and an ISO date text
+    read as declared; a semantic name overridden (kept as the long it is)."""
+    from datetime import date, datetime
+    from decimal import Decimal
+
+    schema = {"type": "record", "name": "Plain", "fields": [
+        {"name": "id", "type": "long"}, {"name": "at", "type": "long"},
+        {"name": "amount", "type": "bytes"}, {"name": "day", "type": "string"},
+        {"name": "micros", "type": {"type": "long", "connect.name":
+                                    "io.debezium.time.MicroTimestamp"}}]}
+    (tmp_path / "plain.avsc").write_text(json.dumps(schema))
+    compare = ("at", "amount", "day", "micros")
+    request = ReconcileRequest(
+        topic="t", sink_uri="json:/dev/null", key="id", compare=compare,
+        value_format="avro-plain",
+        schema="at TIMESTAMP MILLIS, amount DECIMAL(12,2) BASE64, day DATE, micros BIGINT",
+        avro=load_schemas(tmp_path / "plain.avsc", framed=False))
+    days = {1: ("2024-02-29", date(2024, 2, 29)), 2: ("2024-03-01", date(2024, 3, 2)),
+            3: ("2024-02-30", date(2024, 3, 1))}  # 2 differs; 3 is no date
+    values = [body(schema, {"id": i, "at": 1_700_000_000_123 + i,
+                            "amount": (-1250 - i).to_bytes(4, "big", signed=True),
+                            "day": days[i][0], "micros": 7}) for i in days]
+    sink = spark.createDataFrame(
+        [(i, datetime(2023, 11, 14, 22, 13, 20, 123000 + 1000 * i), Decimal(-1250 - i) / 100,
+          days[i][1], 7) for i in days],
+        "id long, at timestamp, amount decimal(12,2), day date, micros long")
+    topic, sink, fields = hashed(decode_topic(raw(spark, values), request, {}),
+                                 shape_sink(sink, request), list(compare))
+    result = run(topic, sink, "append", list(compare))
+    assert {f.column: f.topic_type for f in fields} == {
+        "at": "timestamp", "amount": "decimal(12,2)", "day": "date", "micros": "bigint"}
+    assert {(r[0], r[1], r[6]) for r in rows(result)} == {
+        ("mismatched", "2", "day"), ("undecodable", "3", "day")}, rows(result)
+    [bad] = [r for r in rows(result) if r[0] == "undecodable"]
+    assert bad[7].startswith("field day does not read as date (--schema)")

@@ -54,7 +54,7 @@ def test_an_envelope_a_format_cannot_carry_is_refused_by_the_format() -> None:
 
 
 def test_schema_options_are_checked_by_the_format(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="--schema types JSON fields"):
+    with pytest.raises(InputError, match="--value-format avro needs the writer schemas"):
         value_format("avro").value_schemas(None, None, "id INT", None)
     with pytest.raises(InputError, match="--reader-schema is for Avro values"):
         value_format("json").value_schemas(None, tmp_path / "r.avsc", None, None)

@@ -4,7 +4,11 @@ look alike differ."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from pathlib import Path
 
+from kaudit.reconcile.avro_schemas import given_schemas
+from kaudit.reconcile.formats.avro import pinned_to_sampled_id
 from kaudit.reconcile.request import FieldTypes, ReconcileRequest, ReconcileResult
 from kaudit.reconcile.sinks import SinkSpec
 from kaudit.reconcile.source import OffsetRange
@@ -43,3 +47,29 @@ def test_the_table_has_a_line_per_column_and_one_per_look_alike() -> None:
         in text
     assert ("key 7, street: the values look alike and differ at character 5: topic U+00A0 "
             "NO-BREAK SPACE, sink U+0020 SPACE") in text
+
+
+def avro_result(tmp_path: Path, ids: set[int]) -> ReconcileResult:
+    schema = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
+    (tmp_path / "order.avsc").write_text(json.dumps(schema))
+    avro = given_schemas("value", "avro", tmp_path / "order.avsc", None, None)
+    assert avro is not None
+    request = replace(result().request, value_format="avro",
+                      avro=pinned_to_sampled_id(avro, ids, sampled=10))
+    return replace(result(), request=request)
+
+
+def test_the_id_a_single_schema_file_was_used_for_is_named(tmp_path: Path) -> None:
+    doc = json.loads(render(RECONCILE, avro_result(tmp_path, {42}), "json"))
+    assert doc["source"]["value_schemas"] == {
+        "writers": [{"schema_id": 42, "source": str(tmp_path / "order.avsc")}],
+        "reader": str(tmp_path / "order.avsc"), "id_from_topic": True}
+    text = render(RECONCILE, avro_result(tmp_path, {42}), "table")
+    assert (f"value schema: {tmp_path / 'order.avsc'}, used for schema id 42 (the ids "
+            "sampled from both ends of each partition)") in text
+
+
+def test_a_json_value_names_no_schemas() -> None:
+    doc = json.loads(render(RECONCILE, result(), "json"))
+    assert "value_schemas" not in doc["source"]
+    assert "value schema" not in render(RECONCILE, result(), "table")
