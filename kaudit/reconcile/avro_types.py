@@ -17,12 +17,14 @@ from kaudit.reconcile.semantic import SemanticType, semantic_type
 #: as the sink column's type says; a decimal above precision 38 is refused by spark-avro.
 SPARK_LOGICAL_TYPES = frozenset({"decimal", "date", "timestamp-millis", "timestamp-micros",
                                  "local-timestamp-millis", "local-timestamp-micros"})
-#: The Spark types a semantic name is read as here (a time, a date, a decimal).
-_SPARK_TYPES = frozenset({"TIMESTAMP", "TIMESTAMP_NTZ", "DATE", "DECIMAL"})
+#: The types a semantic name is read as here (a time, a date, a decimal; kaudit's time of
+#: day, UUID and JSON, read as text) and the Spark type each is read into.
+_READ_AS = {"TIMESTAMP": "TIMESTAMP", "TIMESTAMP_NTZ": "TIMESTAMP_NTZ", "DATE": "DATE",
+            "DECIMAL": "DECIMAL", "TIME": "STRING", "UUID": "STRING", "JSON": "STRING"}
 #: The Avro primitives each encoding of a semantic type is written in.
 _ENCODED_IN = {Encoding.MILLIS: {"long", "int"}, Encoding.MICROS: {"long", "int"},
-               Encoding.SECONDS: {"long", "int"}, Encoding.DAYS: {"int", "long"},
-               Encoding.BASE64: {"bytes"}}
+               Encoding.NANOS: {"long"}, Encoding.SECONDS: {"long", "int"},
+               Encoding.DAYS: {"int", "long"}, Encoding.BASE64: {"bytes"}}
 
 
 def avro_semantic_type(avro_type: Any) -> SemanticType | None:
@@ -37,9 +39,27 @@ def avro_semantic_type(avro_type: Any) -> SemanticType | None:
                            "parameters": avro_type.get("connect.parameters")})
     if found is None:
         return None
-    if found.ddl.split("(")[0] not in _SPARK_TYPES:
-        return None  # text, or a kind Spark has no type for: left to the sink column's
+    if found.ddl.split("(")[0] not in _READ_AS:
+        return None  # text, or a kind not read from Avro yet: left to the sink column's
     primitive = avro_type.get("type")
     if found.encoding is None:
         return found if primitive == "string" else None
     return found if primitive in _ENCODED_IN.get(found.encoding, ()) else None
+
+
+def spark_ddl(found: SemanticType) -> str:
+    """The Spark type a semantic type is read into: its own, text for kaudit's TIME, UUID
+    and JSON, a long for nanoseconds since the epoch (compared as the count)."""
+    if found.encoding is Encoding.NANOS and found.ddl.startswith("TIMESTAMP"):
+        return "BIGINT"
+    base = found.ddl.split("(")[0]
+    return found.ddl if _READ_AS.get(base, base) == base else _READ_AS[base]
+
+
+def as_declaration(fields: dict[str, SemanticType]) -> str | None:
+    """``--schema``'s grammar for the fields of a kind Spark has no type for (a time of day,
+    a UUID, JSON, nanoseconds since the epoch): what the comparison reads their kind from
+    (:meth:`~kaudit.reconcile.request.ReconcileRequest.declared_kinds`)."""
+    items = [f"`{name}` {t.ddl} {t.encoding or ''}".rstrip() for name, t in fields.items()
+             if spark_ddl(t) != t.ddl]
+    return ", ".join(items) or None

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kaudit.errors import InputError
+from kaudit.reconcile.avro_schemas import row_field_types
+from kaudit.reconcile.avro_types import as_declaration, avro_semantic_type
 from kaudit.reconcile.formats.base import Decoded, ValueFormat
 
 if TYPE_CHECKING:
@@ -49,10 +51,12 @@ class AvroFormat(ValueFormat):
         """The request with its one schema file's schema id, where the file was not named
         by it (:func:`pinned_to_sampled_id`): the
         id is read from the same sample as JSON's field check, both ends of each
-        partition."""
+        partition. Also the kinds the reader schema's semantic names give
+        (:func:`with_value_kinds`)."""
         from kaudit.reconcile.formats.json import SAMPLE_PER_END
         from kaudit.reconcile.source import sample_values
 
+        request = with_value_kinds(request)
         if request.avro is None or not request.avro.id_from_topic:
             return request
         values = sample_values(conn, request.topic, ranges, SAMPLE_PER_END,
@@ -115,3 +119,18 @@ def pinned_to_sampled_id(avro: AvroSchemas, ids: set[int], sampled: int) -> Avro
                "the one id sampled from both ends of each partition; name each writer "
                "schema by its id (a directory of ID.avsc)")
     return replace(avro, writers={schema_id: writer}, reader=reader, unknown_id=unknown)
+
+
+def with_value_kinds(request: ReconcileRequest) -> ReconcileRequest:
+    """``request`` with the fields whose semantic name in the reader schema is a kind Spark
+    has no type for (a time of day, a UUID, JSON, nanoseconds since the epoch) named in
+    ``value_types``, as JSON's wrapper schema names them, so the comparison knows them."""
+    if request.avro is None:
+        return request
+    found = {}
+    for name, avro_type in row_field_types(request.avro.reader.schema, request.value_fields(),
+                                           request.envelope).items():
+        if (semantic := avro_semantic_type(avro_type)) is not None:
+            found[name] = semantic
+    declared = as_declaration(found)
+    return replace(request, value_types=declared) if declared else request

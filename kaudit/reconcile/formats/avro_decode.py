@@ -34,7 +34,7 @@ from kaudit.reconcile.avro_schemas import (
     record_fields,
     row_field_types,
 )
-from kaudit.reconcile.avro_types import SPARK_LOGICAL_TYPES, avro_semantic_type
+from kaudit.reconcile.avro_types import SPARK_LOGICAL_TYPES, avro_semantic_type, spark_ddl
 from kaudit.reconcile.classes import KEY_PROBLEM, UNDECODABLE
 from kaudit.reconcile.declared import Encoding, parse_declaration
 from kaudit.reconcile.encodings import decimal_from_base64, decoded
@@ -159,7 +159,7 @@ def typed_fields(request: ReconcileRequest, fields: list[str]) -> dict[str, Type
             out[name] = TypedField(None, None if logical else declared.encodings.get(name),
                                    "--schema", str(primitive))
         elif (found := avro_semantic_type(kind)) is not None:
-            out[name] = TypedField(found.ddl, found.encoding, kind["connect.name"],
+            out[name] = TypedField(spark_ddl(found), found.encoding, kind["connect.name"],
                                    str(primitive))
     return out
 
@@ -173,6 +173,7 @@ def _targets(typed: dict[str, TypedField], request: ReconcileRequest) -> dict[st
     declared = {f.name: f.dataType for f in schema.fields}
     return {name: declared[name] if field.ddl is None else DataType.fromDDL(field.ddl)
             for name, field in typed.items()}
+
 
 
 def _read_as(column: Any, field: TypedField, target: Any) -> Any:

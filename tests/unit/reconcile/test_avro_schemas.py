@@ -324,12 +324,13 @@ def test_a_connect_name_in_an_avro_type_says_what_the_primitive_holds(
     {"type": "long", "logicalType": "timestamp-millis",
      "connect.name": "org.apache.kafka.connect.data.Timestamp"},
     {"type": "int", "logicalType": "date", "connect.name": "org.apache.kafka.connect.data.Date"},
-    # Text that stays text, a time of day Spark cannot hold, a plain type.
-    {"type": "string", "connect.name": "io.debezium.data.Json"},
-    {"type": "string", "connect.name": "io.debezium.data.Uuid"},
-    {"type": "long", "connect.name": "io.debezium.time.MicroTime"},
-    {"type": "long", "connect.name": "io.debezium.time.NanoTimestamp"},
+    # Text that stays text, a plain type, a kind not read from Avro yet.
+    {"type": "string", "connect.name": "io.debezium.data.Enum"},
     "long", {"type": "long"},
+    {"type": "record", "name": "V", "connect.name": "io.debezium.data.VariableScaleDecimal",
+     "fields": []},
+    # A time of day counted in a string is not trusted either.
+    {"type": "string", "connect.name": "io.debezium.time.MicroTime"},
     # A name on a primitive that cannot hold it is not trusted.
     {"type": "string", "connect.name": "io.debezium.time.MicroTimestamp"},
 ])
@@ -337,6 +338,26 @@ def test_what_spark_avro_reads_or_the_name_does_not_say_is_left_alone(avro_type:
     from kaudit.reconcile.avro_types import avro_semantic_type
 
     assert avro_semantic_type(avro_type) is None
+
+
+def test_kinds_spark_has_no_type_for_are_read_as_text_or_counts_and_declared() -> None:
+    from kaudit.reconcile.avro_types import as_declaration, avro_semantic_type, spark_ddl
+
+    found = {name: avro_semantic_type(t) for name, t in {
+        "attrs": {"type": "string", "connect.name": "io.debezium.data.Json"},
+        "ref": {"type": "string", "connect.name": "io.debezium.data.Uuid"},
+        "opens": {"type": "long", "connect.name": "io.debezium.time.MicroTime"},
+        "closes": {"type": "int", "connect.name": "io.debezium.time.Time"},
+        "at": {"type": "long", "connect.name": "io.debezium.time.NanoTimestamp"},
+        "day": {"type": "int", "connect.name": "io.debezium.time.Date"}}.items()}
+    assert all(t is not None for t in found.values())
+    assert {n: spark_ddl(t) for n, t in found.items() if t} == {
+        "attrs": "STRING", "ref": "STRING", "opens": "STRING", "closes": "STRING",
+        "at": "BIGINT", "day": "DATE"}
+    assert as_declaration({n: t for n, t in found.items() if t}) == (
+        "`attrs` JSON, `ref` UUID, `opens` TIME micros, `closes` TIME millis, "
+        "`at` TIMESTAMP nanos")
+    assert as_declaration({"day": found["day"]}) is None  # Spark's own type: nothing to say
 
 
 def test_row_field_types_reach_through_nullable_records_and_debeziums_after() -> None:

@@ -367,3 +367,48 @@ def test_schema_declares_an_avro_fields_type_over_its_semantic_name(
         ("mismatched", "2", "day"), ("undecodable", "3", "day")}, rows(result)
     [bad] = [r for r in rows(result) if r[0] == "undecodable"]
     assert bad[7].startswith("field day does not read as date (--schema)")
+
+
+KINDS = {"type": "record", "name": "Value", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "opens", "type": {"type": "long", "connect.name": "io.debezium.time.MicroTime"}},
+    {"name": "ref", "type": {"type": "string", "connect.name": "io.debezium.data.Uuid"}},
+    {"name": "attrs", "type": {"type": "string", "connect.name": "io.debezium.data.Json"}},
+    {"name": "at", "type": {"type": "long", "connect.name": "io.debezium.time.NanoTimestamp"}}]}
+
+
+def test_times_of_day_uuids_json_and_nanoseconds_in_avro_are_compared_as_their_kinds(
+        spark: SparkSession, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    from kaudit.reconcile.formats.avro import with_value_kinds
+
+    ns = 1764316800046993123
+    record = {"id": 0, "opens": 28800123456, "ref": "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+              "attrs": '{"b": 1, "a": [1, 2.50]}', "at": ns}
+    records = [framed(1, KINDS, {**record, "id": i}) for i in range(5)]
+    same = ("08:00:00.123456", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", '{"a": [1, 2.5], "b": 1}',
+            datetime(2025, 11, 28, 8, 0, 0, 46993))
+    sink = [(0, *same), (1, "08:00:00.123457", *same[1:]),
+            (2, same[0], "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12", *same[2:]),
+            (3, *same[:2], '{"a": [1, 2.5], "b": 2}', same[3]),
+            (4, *same[:3], datetime(2025, 11, 28, 8, 0, 0, 46994))]
+    (tmp_path / "value.avsc").write_text(json.dumps(KINDS))
+    avro = given_schemas("value", "avro", tmp_path / "value.avsc", None, None)
+    assert avro is not None
+    compare = ("opens", "ref", "attrs", "at")
+    request = with_value_kinds(ReconcileRequest(
+        topic="t", sink_uri="json:/dev/null", key="id", compare=compare, value_format="avro",
+        avro=pinned_to_sampled_id(avro, {1}, sampled=1)))
+    sink_frame = spark.createDataFrame(
+        sink, "id long, opens string, ref string, attrs string, at timestamp")
+    topic, sink_frame, fields = hashed(
+        decode_topic(raw(spark, records), request, {}), shape_sink(sink_frame, request),
+        list(compare), request.declared_kinds(),
+        {"opens": "time without time zone", "ref": "uuid", "attrs": "jsonb"})
+    result = run(topic, sink_frame, "append", list(compare))
+    assert {f.column: f.compared_as for f in fields} == {
+        "opens": "time", "ref": "uuid", "attrs": "json",
+        "at": "timestamp (nanoseconds cut to microseconds)"}
+    found = {(r[1], r[6]) for r in rows(result) if r[0] == "mismatched"}
+    assert found == {("1", "opens"), ("2", "ref"), ("3", "attrs"), ("4", "at")}, rows(result)
