@@ -15,12 +15,12 @@ from typing import Any
 
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
+from kaudit.reconcile.canonical import canonical
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic
 from kaudit.reconcile.difference import add_differences
 from kaudit.reconcile.formats import value_format
 from kaudit.reconcile.formats.base import joined_key
-from kaudit.reconcile.canonical import canonical
 from kaudit.reconcile.hints import refuse_misread
 from kaudit.reconcile.kinds import (
     Kind,

@@ -161,7 +161,7 @@ def _postgres_types(spark: Any, sink: SinkSpec) -> dict[str, str]:
         reader = reader.option(key, value)
     try:
         return {row["name"]: row["type"] for row in reader.load().collect()}
-    except Exception:  # noqa: BLE001 - the table's own read names what is wrong
+    except Exception:  # the table's own read names what is wrong
         return {}
 
 
