@@ -61,15 +61,18 @@ def _time_from_text(text: Any) -> Any:
     """``H:MM[:SS[.fraction]]`` as the canonical text; null when it is not a time of day."""
     from pyspark.sql import functions as F
 
-    def part(i: int) -> Any:
-        return F.regexp_extract(text, _TIME_TEXT, i)
+    parts = F.struct(*(F.regexp_extract(text, _TIME_TEXT, i).alias(f"p{i}")
+                       for i in range(1, 5)))
 
-    hours, minutes = part(1).cast("int"), part(2).cast("int")
-    seconds = F.when(part(3) == "", F.lit(0)).otherwise(part(3).cast("int"))
-    valid = text.rlike(_TIME_TEXT) & (minutes < 60) & (seconds < 60) & (
-        (hours < 24) | ((hours == 24) & (minutes == 0) & (seconds == 0)
-                        & ~part(4).rlike("[1-9]")))
-    return F.when(valid, _time_text(hours, minutes, seconds, F.rpad(part(4), 9, "0")))
+    def checked(p: Any) -> Any:  # each part read once, not once per use
+        hours, minutes = p["p1"].cast("int"), p["p2"].cast("int")
+        seconds = F.when(p["p3"] == "", F.lit(0)).otherwise(p["p3"].cast("int"))
+        valid = (p["p1"] != "") & (minutes < 60) & (seconds < 60) & (
+            (hours < 24) | ((hours == 24) & (minutes == 0) & (seconds == 0)
+                            & ~p["p4"].rlike("[1-9]")))
+        return F.when(valid, _time_text(hours, minutes, seconds, F.rpad(p["p4"], 9, "0")))
+
+    return let(parts, checked)
 
 
 def _time_text(hours: Any, minutes: Any, seconds: Any, nine_digits: Any) -> Any:

@@ -39,21 +39,15 @@ def decoded(text: Any, target: Any, encoding: Encoding) -> Any:
 
 def decimal_from_base64(text: Any, target: Any) -> Any:
     """Connect's Decimal: the base64 of the unscaled value's big-endian two's-complement
-    bytes, at ``target``'s scale. Built as the decimal's text (sign, digits, point), so no
+    bytes, at ``target``'s scale. Built as the decimal's text (sign, digits, exponent), so no
     arithmetic rounds it; a value too wide for ``target`` is null."""
     from pyspark.sql import functions as F
 
     raw = F.try_to_binary(text, F.lit("base64"))
     sign, digits = _unscaled(raw)
-    scale = target.scale
-    if scale == 0:
-        return F.when(raw.isNotNull(), F.concat(sign, digits).try_cast(target))
-    padded = F.when(F.length(digits) > scale, digits).otherwise(
-        F.lpad(digits, scale + 1, "0"))
-    whole = F.length(padded) - scale
-    as_text = F.concat(sign, F.substring(padded, F.lit(1), whole), F.lit("."),
-                       F.substring(padded, whole + 1, F.lit(scale)))
-    return F.when(raw.isNotNull(), as_text.try_cast(target))
+    # The digits with an exponent: the cast places the point, exactly, at any scale.
+    written = F.concat(sign, digits, F.lit(f"e-{target.scale}"))
+    return F.when(raw.isNotNull(), written.try_cast(target))
 
 
 def _unscaled(raw: Any) -> tuple[Any, Any]:

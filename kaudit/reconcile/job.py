@@ -111,7 +111,8 @@ def align_types(topic: Any, sink: Any, columns: list[str],
     fields = []
     for c in columns:
         t_kind = kind_of(topic_kinds.get(c, t_types[c]))
-        s_kind = database_kind(sink_types.get(c, "")) or kind_of(s_types[c])
+        s_database = database_kind(sink_types.get(c, ""))
+        s_kind = s_database or kind_of(s_types[c])
         try:
             target = compared_as(t_kind, s_kind)
         except TooWide as exc:
@@ -121,8 +122,7 @@ def align_types(topic: Any, sink: Any, columns: list[str],
             t_col, s_col = F.round(t_col, target.round_to), F.round(s_col, target.round_to)
         topic = topic.withColumn(c, canonical(t_col, target.kind))
         sink = sink.withColumn(c, canonical(s_col, target.kind))
-        shown_sink = sink_types[c] if c in sink_types and database_kind(sink_types[c]) \
-            else s_types[c]
+        shown_sink = sink_types[c] if s_database else s_types[c]
         fields.append(FieldTypes(c, topic_kinds.get(c, t_types[c]), shown_sink, str(target)))
     return topic, sink, fields
 
