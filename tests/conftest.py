@@ -279,7 +279,7 @@ def local_spark() -> Iterator[Any]:
 @functools.cache
 def _shared_float_types() -> tuple[Any, ...]:
     """The float parameter types the app's commands share between builds (click's own
-    FLOAT among them): :func:`kaudit.cli.app.finite_floats` wraps their ``convert`` in each
+    FLOAT among them): :func:`kaudit.cli.root.prepared` wraps their ``convert`` in each
     ``main`` call, once per process for the console script."""
     import typer
 

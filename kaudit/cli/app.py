@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from kaudit import __version__
 from kaudit.cli import canary, check, cluster, demo, lab, probe, reconcile, snapshot
-from kaudit.cli.clicompat import BadParameter, ClickException, Command, FloatParamType, Group
+from kaudit.cli.clicompat import ClickException
+from kaudit.cli.root import Interrupted, KauditGroup, prepared
 from kaudit.connection.redact import redact
 from kaudit.errors import ExitCode, KauditError
 
 app = typer.Typer(
     name="kaudit",
+    cls=KauditGroup,
     help="Audit what an Apache Kafka cluster really delivers: check its configuration, "
     "probe its behaviour, reconcile its sinks.",
     no_args_is_help=True,
@@ -87,34 +88,11 @@ def error_line(exc: KauditError) -> str:
     return f"kaudit: error: {redact(str(exc))}"
 
 
-def finite_floats(command: Command) -> Command:
-    """Make every float option of ``command`` and its subcommands refuse nan and inf.
-
-    click's float ranges let them through (every comparison with NaN is false), and a
-    NaN rate or timeout would reach the reports as invalid JSON or crash a conversion.
-    """
-    for param in command.params:
-        if isinstance(param.type, FloatParamType):
-            convert = param.type.convert
-
-            def finite(value: Any, param: Any, ctx: Any, convert: Any = convert) -> Any:
-                number = convert(value, param, ctx)
-                if not math.isfinite(number):
-                    raise BadParameter(f"{value!r} is not a finite number.", ctx, param)
-                return number
-
-            setattr(param.type, "convert", finite)  # noqa: B010 - mypy refuses a method assigned
-    if isinstance(command, Group):
-        for sub in command.commands.values():
-            finite_floats(sub)
-    return command
-
-
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app and map every outcome to an exit code."""
     configure_logging(0)
     try:
-        command = finite_floats(typer.main.get_command(app))
+        command = prepared(typer.main.get_command(app))
         result = command.main(args=argv, prog_name="kaudit", standalone_mode=False)
         code = result if isinstance(result, int) else ExitCode.OK
     except KauditError as exc:
@@ -123,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         print("kaudit: interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         print("kaudit: interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED
     except ClickException as exc:

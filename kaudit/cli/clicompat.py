@@ -11,15 +11,17 @@ from typer.core import TyperOption as Option
 
 try:
     from typer._click import ClickException, Command
-    from typer._click.core import ParameterSource
+    from typer._click.core import Context, ParameterSource
     from typer._click.exceptions import BadParameter
+    from typer._click.formatting import HelpFormatter
     from typer._click.types import FloatParamType
     from typer._types import TyperChoice as Choice
 except ImportError:  # typer that depends on the click package
     from click import ClickException, Command  # type: ignore[assignment]
-    from click.core import ParameterSource  # type: ignore[assignment]
+    from click.core import Context, ParameterSource  # type: ignore[assignment]
     from click.exceptions import BadParameter  # type: ignore[assignment]
+    from click.formatting import HelpFormatter  # type: ignore[assignment]
     from click.types import Choice, FloatParamType  # type: ignore[assignment]
 
-__all__ = ["BadParameter", "Choice", "ClickException", "Command", "FloatParamType", "Group",
-           "Option", "ParameterSource"]
+__all__ = ["BadParameter", "Choice", "ClickException", "Command", "Context", "FloatParamType",
+           "Group", "HelpFormatter", "Option", "ParameterSource"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -36,6 +37,18 @@ class Signal(StrEnum):
 
 def _say(message: str) -> None:
     typer.echo(f"kaudit lab: {message}", err=True)
+
+
+MANY_BROKERS = 9
+"""Above this, ``lab up`` says what the user asked of the machine before it starts."""
+
+
+def _warn_if_many(brokers: int | None) -> None:
+    if brokers is not None and brokers > MANY_BROKERS:
+        from kaudit.lab.layout import BROKER_HEAP
+
+        _say(f"warning: {brokers} brokers are {brokers} JVMs (heap {BROKER_HEAP} each) on "
+             f"{os.cpu_count() or 1} CPU core(s); a lab of 3 shows every fault kaudit injects")
 
 
 NodeId = Annotated[
@@ -101,6 +114,7 @@ def up(
     from kaudit.lab import manager
 
     directory = options.state_dir(state_dir)
+    _warn_if_many(brokers)
     extra = parse_key_values(broker_config or [], "--broker-config")
     worker = parse_key_values(connect_config or [], "--connect-config")
     if worker and not connect:

@@ -19,7 +19,7 @@ from tests.integration.test_lab import admin
 
 pytestmark = pytest.mark.kafka
 
-STAYS_GONE_S = 10.0
+STAYS_GONE_S = 30.0
 """How long a deleted topic must stay absent: a client that still asks for it (a metadata
 refresh, a monitor's last sample) does so within seconds."""
 

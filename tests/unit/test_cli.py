@@ -405,3 +405,67 @@ def test_canary_events_file_that_cannot_be_written_is_exit_2_before_kafka(
                             "--events", events)
     assert (result.code, result.stderr) == (
         2, f"kaudit: error: --events {events}: {why.format(tmp=tmp_path)}\n")
+
+
+def _help(name: str) -> str:
+    result = run_in_process(*name.split()[1:], "--help")
+    assert result.code == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("name,cmd", all_commands(), ids=lambda v: str(v).replace(" ", "-"))
+def test_help_never_splits_a_token_across_lines(name: str, cmd: Command) -> None:
+    """A fault name, an option, a value or a path copied from the help is whole: no line
+    ends in a hyphen joined to a word, and every word of the command's help and of its
+    options' (fault specs among them) is on one line."""
+    import re
+
+    lines = _help(name).splitlines()
+    assert not [line for line in lines if re.search(r"\w-$", line)], "\n".join(lines)
+    texts = [cmd.help or ""] + [p.help or "" for p in cmd.params
+                                if isinstance(p, Option) and not p.hidden]
+    words = {w for text in texts for w in text.split() if w != "\b"}
+    words |= {opt for p in cmd.params if isinstance(p, Option) and not p.hidden
+              for opt in p.opts}
+    split = sorted(w for w in words if not any(w in line for line in lines))
+    assert not split, (split, "\n".join(lines))
+
+
+@pytest.mark.parametrize("command", ["check", "cluster"])
+def test_ctrl_c_in_a_command_without_its_own_handling_says_interrupted(command: str) -> None:
+    """SIGINT while the command waits on a cluster that never answers (a port that
+    accepts TCP and says nothing): exit 130 and the one line, as every command ends."""
+    import os
+    import signal
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(HANG)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAUDIT_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kaudit", command, "-b",
+         f"127.0.0.1:{server.getsockname()[1]}", "--timeout", str(HANG)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env=env)
+    try:
+        connection, _ = server.accept()  # the command is at work: its client dialled
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=HANG)
+        connection.close()
+    finally:
+        proc.kill()
+        server.close()
+    assert (proc.returncode, err) == (130, "kaudit: interrupted\n"), out
+
+
+def test_lab_up_says_what_a_lab_of_many_brokers_asks_of_the_machine(tmp_path: Path) -> None:
+    result = run_in_process("lab", "up", "--brokers", "10", "--kafka-home", str(tmp_path),
+                            "--state-dir", str(tmp_path / "lab"))
+    assert result.stderr.splitlines()[0].startswith(
+        "kaudit lab: warning: 10 brokers are 10 JVMs"), result.stderr
+    assert result.code == 2  # no Kafka there: refused, nothing started
+    few = run_in_process("lab", "up", "--brokers", "9", "--kafka-home", str(tmp_path),
+                         "--state-dir", str(tmp_path / "lab"))
+    assert "warning" not in few.stderr and few.code == 2
