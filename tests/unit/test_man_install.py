@@ -1,15 +1,17 @@
-"""`pip install` puts kaudit's man pages where `man` finds them (README cites
+"""README's set-up puts kaudit's man pages where `man` finds them (README cites
 `man 7 kaudit-rules`).
 
 The pages of man/ are data files (pyproject's [tool.setuptools.data-files]), installed under
-the installing prefix's share/man. This installs the checkout, NOT editable (an editable
-install leaves data files out), into a fresh venv and asks `man -w` with the venv's bin on
-PATH, as an activated venv has it: man-db looks in ../share/man of every PATH entry. The
-build backend (setuptools) comes from PyPI, so this needs the network; about 7-10 s.
+the installing prefix's share/man; an editable install leaves them out. This runs README's
+own set-up line (with --no-deps) on a copy of the checkout, into a fresh venv, and asks
+`man -w` with the venv's bin on PATH, as an activated venv has it: man-db looks in
+../share/man of every PATH entry. The build backend (setuptools) comes from PyPI, so this
+needs the network; about 7-10 s.
 """
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +21,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(p.name for p in (ROOT / "man").iterdir() if p.suffix in (".1", ".5", ".7"))
+
+
+def readme_install() -> list[str]:
+    """What README's set-up gives to ``pip install``: the first such line of the first
+    shell block under "## Set up"."""
+    setup = (ROOT / "README.md").read_text().split("\n## Set up\n", 1)[1]
+    block = setup.split("```sh\n", 1)[1].split("```", 1)[0]
+    line = next(line for line in block.splitlines() if line.startswith("pip install "))
+    return shlex.split(line)[2:]
+
+
+def test_readmes_set_up_is_not_editable() -> None:
+    assert "-e" not in readme_install() and "--editable" not in readme_install()
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +55,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # it; --no-deps: the pages are the point, not confluent-kafka or pyspark.
     installed = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-         "--no-deps", "--no-compile", "--disable-pip-version-check", "-q", str(src)],
-        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+         "--no-deps", "--no-compile", "--disable-pip-version-check", "-q", *readme_install()],
+        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, cwd=src)
     assert installed.returncode == 0, installed.stderr
     return venv
 
