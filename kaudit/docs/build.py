@@ -6,6 +6,7 @@ from pathlib import Path
 
 from kaudit.docs.commands import CommandDoc, command_tree
 from kaudit.docs.manpage import GENERATED_MARK, POLICY_PAGE, RULES_PAGE, command_page, root_page
+from kaudit.docs.options_page import options_markdown, reference_path
 from kaudit.docs.policy_page import SOURCE as POLICY_SOURCE
 from kaudit.docs.policy_page import policy_manpage
 from kaudit.docs.rules_reference import rules_manpage, rules_markdown
@@ -28,6 +29,7 @@ def generate(root: Path, tree: CommandDoc | None = None) -> dict[str, str]:
     files = {man_page_path(tree): root_page(tree)}
     for command in tree.subcommands:
         files[man_page_path(command)] = command_page(command, tree)
+        files[reference_path(command)] = options_markdown(command)
     policy_md = (root / POLICY_SOURCE).read_text(encoding="utf-8")
     files[f"{MAN_DIR}/{POLICY_PAGE}.5"] = policy_manpage(policy_md)
     files[f"{MAN_DIR}/{RULES_PAGE}.7"] = rules_manpage()

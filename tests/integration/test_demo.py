@@ -181,15 +181,15 @@ def test_demo_without_java_is_exit_3_in_one_line(tmp_path: Path) -> None:
 
 
 def test_the_readme_tour_is_what_a_real_run_prints(demo: Run, lab: Lab) -> None:
-    from tests.readme_examples import example, mismatches
+    from tests.guide_examples import example, mismatches
 
     tour = example("kaudit demo --state-dir")
     assert mismatches(tour, demo.stdout, demo.stderr, lab.state_dir, "kaudit demo:") == []
 
 
-def test_the_readme_examples_on_the_lab_the_demo_left_are_real_output(demo: Run,
+def test_the_guide_examples_on_the_lab_the_demo_left_are_real_output(demo: Run,
                                                                       lab: Lab) -> None:
-    from tests.readme_examples import commands, example, mismatches
+    from tests.guide_examples import commands, example, mismatches
 
     status, _, cluster = commands(example("kaudit lab status --state-dir"))
     real = run_kaudit("lab", "status", "--state-dir", lab.state_dir, "-f", "table")

@@ -1,4 +1,4 @@
-"""The README's commands are the ones CI and users really run."""
+"""The commands README and the guide give are the ones CI and users really run."""
 
 from __future__ import annotations
 
@@ -13,13 +13,16 @@ SLOW = 'python3 -m pytest -m "kafka or spark"'
 
 def test_ci_runs_the_readme_test_command_in_its_two_tiers_fast_first() -> None:
     readme = (ROOT / "README.md").read_text()
+    development = (ROOT / "docs" / "development.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install -e '.[dev]' && python3 -m pytest" in readme
-    assert FAST in readme and SLOW in readme
+    assert FAST in development and SLOW in development
     assert "python3 -m pip install -q --disable-pip-version-check -e '.[dev]'" in ci
     # The two markers split the suite in two: together they are the README's command.
     assert ci.index(FAST) < ci.index(SLOW)
     assert "set -euo pipefail" in ci  # a failing fast tier stops the run
+    # The guide is built as its test builds it, in strict mode, before the tiers.
+    assert "python3 -m sphinx -W" in ci and ci.index("python3 -m sphinx -W") < ci.index(FAST)
 
 
 def test_changelog_keeps_an_unreleased_section() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.readme_examples import Example, mismatches, normalise
+from tests.guide_examples import Example, mismatches, normalise
 
 
 def test_what_varies_between_runs_is_normalised() -> None:
@@ -16,7 +16,7 @@ def test_what_varies_between_runs_is_normalised() -> None:
 
 
 def test_a_block_of_several_commands_is_cut_per_command() -> None:
-    from tests.readme_examples import commands
+    from tests.guide_examples import commands
 
     parts = commands(Example("$ kaudit lab status", ["a", "$ eval x", "$ kaudit cluster", "b"]))
     assert [(p.command, p.lines) for p in parts] == [

@@ -1,17 +1,17 @@
-"""README's console examples against real output, so they cannot drift.
+"""The user guide's console examples against real output, so they cannot drift.
 
-A README example is a ```` ```console ```` block: a ``$ kaudit ...`` line (continued with
-``\\``), then what the command printed, stderr and stdout as they came. Its text is
-compared with a real run's after both are *normalised*: the state directory, ports,
-cluster and run ids, and every number (counts and times vary from run to run) become
-placeholders, and runs of blanks one blank. What is compared:
+An example (in README.md or a page of the guide, ``docs/``) is a ```` ```console ````
+block: a ``$ kaudit ...`` line (continued with ``\\``), then what the command printed,
+stderr and stdout as they came. Its text is compared with a real run's after both are
+*normalised*: the state directory, ports, cluster and run ids, and every number (counts and
+times vary from run to run) become placeholders, and runs of blanks one blank. What is compared:
 
 - every line outside a bordered table must appear in the real output, in order (stderr
   lines, ``kaudit <command>: ...``, against stderr; the rest against stdout), wherever the
   real output wrapped it (blanks and line ends are left out of that comparison);
 - every bordered table's header (its columns' names) must be a header of the real output
   (the rows are left out: where a cell wraps depends on the paths' lengths);
-- a ``[... ...]`` passage (it may span lines) stands for output cut for the README.
+- a ``[... ...]`` passage (it may span lines) stands for output cut for the page.
 """
 
 from __future__ import annotations
@@ -20,10 +20,21 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pages() -> list[Path]:
+    """README.md and every page of the guide written by hand (the generated option
+    references under docs/reference/ hold no examples)."""
+    docs = ROOT / "docs"
+    written = sorted(p for p in docs.rglob("*.md")
+                     if not {"reference", "_build"} & set(p.relative_to(docs).parts))
+    return [ROOT / "README.md", *written]
+
+
 BY_CHANCE = ("Its duplicates and reorderings come from retries",)
 """Lines a run prints only when chance had it so (acks=all without idempotence duplicates a
-write in some failovers, not in all): the README may show them, a run need not."""
+write in some failovers, not in all): a page may show them, a run need not."""
 README_STATE_DIR = "/tmp/helper-demo-lab"
 
 
@@ -34,8 +45,10 @@ class Example:
 
 
 def example(command_start: str) -> Example:
-    """The README example whose command starts with ``command_start`` (``kaudit demo``)."""
-    blocks = re.findall(r"```console\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    """The example whose command starts with ``command_start`` (``kaudit demo``), the first
+    of every page's."""
+    blocks = [block for page in pages() for block in
+              re.findall(r"```console\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
     for block in blocks:
         lines = block.splitlines()
         if lines and lines[0].startswith(f"$ {command_start}"):
@@ -43,7 +56,7 @@ def example(command_start: str) -> Example:
             while lines[n - 1].endswith("\\"):
                 n += 1
             return Example(" ".join(lines[:n]), lines[n:])
-    raise AssertionError(f"README has no console example of `{command_start}`")
+    raise AssertionError(f"no page of the guide has a console example of `{command_start}`")
 
 
 def commands(ex: Example) -> list[Example]:
@@ -112,13 +125,13 @@ def _bordered_headers(lines: list[str], state_dir: str) -> list[str]:
 
 def mismatches(ex: Example, stdout: str, stderr: str, state_dir: str,
                stderr_prefix: str) -> list[str]:
-    """What the README example shows that the real output lacks (empty: they agree)."""
+    """What the example shows that the real output lacks (empty: they agree)."""
     shown = _without_cuts(ex.lines)
     problems = []
     for stream, real in (("stderr", stderr), ("stdout", stdout)):
-        # Where a line wraps depends on the paths' lengths (a heading of 82 characters in the
-        # README is 108 with the test lab's path), so the real output is read as one text
-        # without blanks, and each README line must be found in it, in order.
+        # Where a line wraps depends on the paths' lengths (a heading of 82 characters on the
+        # page is 108 with the test lab's path), so the real output is read as one text
+        # without blanks, and each line of the example must be found in it, in order.
         text = _bare(real, state_dir)
         mine = [x for x in shown if x.startswith(stderr_prefix) == (stream == "stderr")
                 and not x.startswith(("|", "+"))]
