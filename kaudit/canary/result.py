@@ -22,10 +22,17 @@ class CanaryResult:
     anomalies: dict[str, int]
     events: list[dict[str, Any]]
     faults: list[dict[str, Any]]
+    """What was injected and healed (and the injector's notes): the run's own doing."""
     notes: list[str]
     expect: str | None
     timeline: list[dict[str, Any]] = field(default_factory=list)
     """The last hour, second by second (the HTML page's chart; not in the JSON)."""
+    leader_changes: list[dict[str, Any]] = field(default_factory=list)
+    """Every leader change the canary saw on its topic, injected or not."""
+
+    def happenings(self) -> list[dict[str, Any]]:
+        """Faults, heals and leader changes in the order they happened."""
+        return sorted(self.faults + self.leader_changes, key=lambda e: e["at_s"])
 
     def total(self, count: str) -> int:
         return sum(int(p[count]) for p in self.partitions)
@@ -80,6 +87,6 @@ def result_of(canary: CanaryState) -> CanaryResult:
                   "faults": [f.label() for f in p.faults], "topic_created": canary.created},
         seconds=round(time.monotonic() - canary.started, 3), partitions=partitions,
         anomalies=dict(canary.anomaly_counts), events=list(canary.events),
-        faults=[asdict(e) for e in canary.log.events()
-                if e.kind in ("fault", "heal", "note", "leader-change")],
+        faults=[asdict(e) for e in canary.log.events() if e.kind in ("fault", "heal", "note")],
+        leader_changes=[asdict(e) for e in canary.log.events() if e.kind == "leader-change"],
         notes=list(canary.notes), expect=p.expect, timeline=timeline)

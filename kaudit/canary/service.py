@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kaudit.canary.book import PartitionBook
+from kaudit.canary.layout import canary_layout, layout_warnings
 from kaudit.canary.result import CanaryResult, result_of
 from kaudit.canary.state import EVENTS_KEPT, CanarySettings, CanaryState
 from kaudit.canary.transactions import Transactions
@@ -30,7 +31,7 @@ from kaudit.cluster.topics import (
     TopicSpec,
     create_probe_topic,
     partition_roles,
-    topic_partitions,
+    topic_layout,
 )
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.faults.injector import FaultInjector, ReaderStall, Targets, start_injector
@@ -71,19 +72,22 @@ class Canary:
     # --- setup -----------------------------------------------------------------------
 
     def prepare_topic(self) -> list[int]:
-        """The canary topic's partitions, creating it when it does not exist: one
-        partition per broker, RF min(3, brokers), min.insync.replicas min(2, RF)."""
-        found = topic_partitions(self.session, self.settings.topic)
-        if found is not None:
-            return found
+        """The canary topic's partitions, creating it (:func:`canary_layout`) when it does
+        not exist; one that exists is used as it is, with a warning for each way it
+        falls short of the canary's own."""
         _, _, brokers = self.session.describe_identity()
-        rf = min(3, len(brokers))
-        create_probe_topic(self.session, TopicSpec(self.settings.topic, len(brokers), rf,
-                                                   min(2, rf), False))
+        found = topic_layout(self.session, self.settings.topic)
+        if found is not None:
+            for line in layout_warnings(self.settings.topic, found, [b.id for b in brokers]):
+                self.say(line)
+            return sorted(found.leaders)
+        partitions, rf, min_isr = canary_layout(len(brokers))
+        create_probe_topic(self.session, TopicSpec(self.settings.topic, partitions, rf,
+                                                   min_isr, False))
         self.state.created = True
-        self.say(f"created {self.settings.topic}: {len(brokers)} partition(s), "
-                 f"replication factor {rf}, min.insync.replicas {min(2, rf)}")
-        return list(range(len(brokers)))
+        self.say(f"created {self.settings.topic}: {partitions} partition(s), "
+                 f"replication factor {rf}, min.insync.replicas {min_isr}")
+        return list(range(partitions))
 
     def _add_partitions(self, partitions: list[int], consumer: Any, at: str) -> None:
         new = [p for p in partitions if p not in self.state.books]
@@ -144,6 +148,7 @@ class Canary:
                 injector.heal()
                 self.state.notes.extend(injector.errors)
             consumer.close()
+            self.state.flush_late()
             if self.state.events_file is not None:
                 self.state.events_file.close()
 
@@ -304,6 +309,7 @@ class Canary:
                 found += book.expire(now)
         for event in found:
             self.state.add_event(event)
+        self.state.flush_late(time.time())
 
     def _drain(self, producer: Any, consumer: Any) -> None:
         """Wait for the last answers, then read until every acknowledged record is read or

@@ -82,10 +82,14 @@ class CanaryState:
         """Where the latencies go (the metrics endpoint's histograms, when it runs)."""
         self.events_file: IO[str] | None = None
         """``--events``, open while the run goes on."""
+        self._lines: dict[str, int] = {}
+        """Event lines of each kind kept so far (a line of late reads counts once)."""
+        self._late: dict[int, dict[str, Any]] = {}
+        """Per partition, the late reads of the current wall-clock second, as one line."""
 
     def add_event(self, event: dict[str, Any]) -> None:
         """Keep an anomaly the books found for the summary and append it to ``--events`` at
-        once, with the wall-clock time."""
+        once, with the wall-clock time; late reads as one line per partition and second."""
         kind = event["kind"]
         event = {"time": round(time.time(), 3), "topic": self.settings.topic, **event}
         at = event.pop("at", None)
@@ -94,9 +98,36 @@ class CanaryState:
                 self.timeline.add(kind, time.monotonic() if at is None else at)
         if kind not in NOT_ANOMALIES:
             self.anomaly_counts[kind] = self.anomaly_counts.get(kind, 0) + 1
-        # The summary keeps the first EVENTS_KEPT of each kind: a flood of late reads must
-        # not crowd out the losses. --events has them all.
-        if kind in self.anomaly_counts and self.anomaly_counts[kind] <= EVENTS_KEPT:
+        if kind == "late":
+            self._late_read(event)
+        else:
+            self._keep(event)
+
+    def _late_read(self, event: dict[str, Any]) -> None:
+        """During a fault every record is late: thousands of lines would say what one line
+        a second says (the first record's sequence, offset and lateness, and the count)."""
+        line = self._late.get(event["partition"])
+        if line is not None and int(line["time"]) == int(event["time"]):
+            line["count"] += 1
+            return
+        if line is not None:
+            self._keep(line)
+        self._late[event["partition"]] = {**event, "count": 1}
+
+    def flush_late(self, now: float | None = None) -> None:
+        """Keep the late-read lines of seconds before ``now`` (wall clock; None: every
+        one, at the end of the run)."""
+        for part, line in list(self._late.items()):
+            if now is None or int(line["time"]) < int(now):
+                del self._late[part]
+                self._keep(line)
+
+    def _keep(self, event: dict[str, Any]) -> None:
+        # The summary keeps the first EVENTS_KEPT lines of each kind: a flood of late reads
+        # must not crowd out the losses. --events has them all.
+        kind = event["kind"]
+        self._lines[kind] = self._lines.get(kind, 0) + 1
+        if kind not in NOT_ANOMALIES and self._lines[kind] <= EVENTS_KEPT:
             self.events.append(event)
         if self.events_file is not None:
             self.events_file.write(json.dumps(event, sort_keys=True) + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
@@ -37,16 +38,51 @@ def topic_partitions(session: AdminSession, name: str) -> list[int] | None:
     Uses DescribeTopics, never a metadata request naming the topic: on a broker
     with auto.create.topics.enable=true that request would create it.
     """
+    description = _described(session, name)
+    return None if description is None else sorted(p.id for p in description.partitions)
+
+
+@dataclass(frozen=True)
+class TopicLayout:
+    """Where an existing topic's partitions stand, and its durability settings."""
+
+    leaders: dict[int, int]
+    """Partition -> its leader's broker id (-1: none)."""
+    replication_factor: int
+    min_insync_replicas: int | None
+    """None: the topic's configs could not be read (not authorized, no answer)."""
+
+
+def topic_layout(session: AdminSession, name: str) -> TopicLayout | None:
+    """``name``'s partitions, leaders and settings, or None when it does not exist (asked
+    as :func:`topic_partitions` asks: nothing is created)."""
+    description = _described(session, name)
+    if description is None:
+        return None
+    leaders = {p.id: p.leader.id if p.leader is not None else -1
+               for p in description.partitions}
+    rf = max((len(p.replicas) for p in description.partitions), default=0)
+    resource = client.ConfigResource(client.ResourceType.TOPIC, name)
+    within = min(session.settings.timeout, 5.0)
+    try:  # best effort: a principal that may write but not describe configs still runs
+        configs = session.outcome(session.admin.describe_configs(
+            [resource], request_timeout=within)[resource], within + 1)
+        min_isr: int | None = int(configs["min.insync.replicas"].value)
+    except (client.KafkaException, ConnectionFailure, KeyError, TypeError, ValueError):
+        min_isr = None
+    return TopicLayout(leaders, rf, min_isr)
+
+
+def _described(session: AdminSession, name: str) -> Any | None:
     future = session.admin.describe_topics(client.TopicCollection([name]),
                                            request_timeout=session.settings.timeout)[name]
     try:
-        description = session.outcome(future, session.settings.timeout + 5)
+        return session.outcome(future, session.settings.timeout + 5)
     except client.KafkaException as exc:
         err = exc.args[0]
         if err.name() in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC"):
             return None
         raise session.unreachable(exc) from None
-    return sorted(p.id for p in description.partitions)
 
 
 def create_probe_topic(session: AdminSession, spec: TopicSpec) -> None:

@@ -27,7 +27,8 @@ def canary_document(result: CanaryResult) -> dict[str, Any]:
         "verdict": result.verdict, "violations": result.violations(),
         "totals": totals, "lost_causes": result.lost_causes(),
         "partitions": result.partitions, "anomalies": result.anomalies,
-        "events": result.events, "faults": result.faults, "notes": result.notes,
+        "events": result.events, "faults": result.faults,
+        "leader_changes": result.leader_changes, "notes": result.notes,
     }
 
 
@@ -51,7 +52,8 @@ def canary_table(result: CanaryResult, _options: RenderOptions) -> str:
                      f"{first['cause']}: {first['evidence']}")
     if len(runs) > 10:
         lines.append("  ... (every loss is in --format json and --events)")
-    lines += [f"{f['kind']} at {f['at_s']:.1f}s: {_where(f)}{f['detail']}" for f in result.faults]
+    lines += [f"{f['kind']} at {f['at_s']:.1f}s: {_where(f)}{f['detail']}"
+              for f in result.happenings()]
     lines += [f"note: {n}" for n in result.notes]
     lines.append(f"verdict: {result.verdict}")
     lines += [f"  {v}" for v in result.violations()]
@@ -82,11 +84,11 @@ def canary_html(result: CanaryResult) -> str:
     sections.append(("Timeline", html.timeline(
         timeline_record(result), "the last hour, per second: records sent and acknowledged, "
                                  "ack latency; faults and leader changes marked")))
-    if result.faults:
+    if result.happenings():
         sections.append(("Events", html.table(
             ["at", "kind", "partition", "detail"],
             [(f"{f['at_s']:.1f}s", f["kind"], "-" if f.get("partition") is None
-              else f["partition"], f["detail"]) for f in result.faults])))
+              else f["partition"], f["detail"]) for f in result.happenings()])))
     if result.notes:
         sections.append(("Notes", "<ul>" + "".join(f"<li>{html.escape(note)}</li>"
                                                    for note in result.notes) + "</ul>"))
@@ -115,7 +117,7 @@ def timeline_record(result: CanaryResult) -> dict[str, Any]:
     """The run in the shape the timeline chart reads (a probe record's)."""
     return {"command": "canary", "run_id": result.run_id, "topic": result.topic,
             "settings": result.settings,
-            "timeline": result.timeline, "events": result.faults,
+            "timeline": result.timeline, "events": result.happenings(),
             "verdict": result.verdict, "latency_ms": None,
             **{k: result.total(k) for k in ("sent", "acked", "lost", "duplicated", "reordered")}}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -68,14 +69,42 @@ def test_consecutive_losses_of_one_cause_are_one_line() -> None:
 
 def test_a_flood_of_late_reads_does_not_crowd_the_losses_out_of_the_summary() -> None:
     canary = a_canary()
-    for seq in range(EVENTS_KEPT + 50):
-        canary.add_event({"kind": "late", "partition": 1, "seq": seq, "offset": seq})
+    for seq in range(EVENTS_KEPT + 50):  # one a second: a line each
+        canary.add_event({"kind": "late", "partition": 1, "seq": seq, "offset": seq,
+                          "time": 1000.0 + seq})
     canary.add_event({"kind": "lost", "partition": 1, "seq": 9, "offset": 9,
                       "cause": "unknown", "evidence": "none"})
+    canary.flush_late()
     result = result_of(canary)
     assert [e["kind"] for e in result.events].count("late") == EVENTS_KEPT
     assert result.anomalies["late"] == EVENTS_KEPT + 50
     assert any(e["kind"] == "lost" and e["seq"] == 9 for e in result.events)
+
+
+def test_late_reads_are_one_line_per_partition_and_second_with_the_first_and_the_count(
+        tmp_path: Path) -> None:
+    canary = a_canary()
+    canary.events_file = (tmp_path / "events.jsonl").open("a", encoding="utf-8")
+    for seq in range(500):  # a fault: every record late, two partitions, two seconds
+        canary.add_event({"kind": "late", "partition": seq % 2, "seq": seq, "offset": seq,
+                          "seconds": 11.0, "time": 2000.2 + seq // 300})
+
+    def late_lines() -> list[tuple[int, int, int]]:
+        canary.events_file.flush()  # type: ignore[union-attr]
+        lines = (tmp_path / "events.jsonl").read_text().splitlines()
+        return sorted((e["partition"], e["seq"], e["count"]) for e in map(json.loads, lines)
+                      if e["kind"] == "late")
+
+    # A partition's line is written when its next second begins; the second still going
+    # on stays open until the clock has left it (or the run ends).
+    assert late_lines() == [(0, 0, 150), (1, 1, 150)]
+    canary.flush_late(2001.9)
+    assert late_lines() == [(0, 0, 150), (1, 1, 150)]
+    canary.flush_late(2002.1)
+    late = late_lines()
+    assert late == [(0, 0, 150), (0, 300, 100), (1, 1, 150), (1, 301, 100)]
+    assert sum(n for _, _, n in late) == 500 == canary.anomaly_counts["late"]
+    canary.events_file.close()  # type: ignore[union-attr]
 
 
 def test_the_page_shows_the_counts_the_losses_the_timeline_and_no_secret() -> None:
@@ -85,3 +114,14 @@ def test_the_page_shows_the_counts_the_losses_the_timeline_and_no_secret() -> No
     assert "below the log start offset 1" in page  # the loss's evidence
     assert page.count('src="data:image/png;base64,') == 1  # the timeline, drawn
     assert "leader 1 -&gt; 2" in page and "s3cret" not in page
+
+
+def test_faults_hold_what_was_injected_and_leader_changes_are_listed_as_such() -> None:
+    canary = a_canary()  # one leader change nobody injected
+    canary.log.add("fault", "SIGKILL leader 1", 0)
+    doc = json.loads(render(CANARY, result_of(canary), "json"))
+    assert [(f["kind"], f["detail"]) for f in doc["faults"]] == [("fault", "SIGKILL leader 1")]
+    assert [(c["kind"], c["partition"], c["detail"]) for c in doc["leader_changes"]] == [
+        ("leader-change", 0, "leader 1 -> 2")]
+    table = render(CANARY, result_of(canary), "table")
+    assert "leader-change at" in table and "p0 leader 1 -> 2" in table
