@@ -359,6 +359,33 @@ def test_a_frozen_cluster_costs_availability_not_records_and_a_restart_counts_on
     assert again["read"] == again["acked"] == again["sent"] > 0, again
     assert again["lost"] == again["duplicated"] == again["beyond_window"] == 0, again
     assert not json.loads(stdout)["settings"]["topic_created"]
+    assert "warning" not in stderr  # its topic, made by a canary with its settings
+
+
+def test_a_canary_on_a_topic_it_did_not_create_says_what_it_cannot_watch(
+        lab: Lab, tmp_path: Path, metrics_port: int) -> None:
+    """A topic as auto-creation leaves it (one partition, one replica): two brokers of three
+    lead nothing the canary writes, and its settings are not the canary's; both said at the
+    start, and the run goes on."""
+    from confluent_kafka.admin import NewTopic
+
+    topic = f"kaudit-test-canary-{uuid.uuid4().hex[:8]}"
+    admin(lab).create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+    try:
+        proc, _ = start_canary(lab, tmp_path, metrics_port, "--topic", topic, "--rate", "50",
+                               "--duration", "2")
+        stdout, stderr = proc.communicate(timeout=120)
+        leader = admin(lab).list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    finally:
+        admin(lab).delete_topics([topic])
+    assert proc.returncode == 0, stderr
+    others = ", ".join(str(b) for b in (1, 2, 3) if b != leader)
+    assert (f"kaudit canary: warning: {topic} has 1 partition(s) for 3 broker(s): broker(s) "
+            f"{others} lead nothing the canary writes") in stderr, stderr
+    assert (f"kaudit canary: warning: {topic} was not created by the canary: replication "
+            "factor 1, min.insync.replicas ") in stderr, stderr
+    doc = json.loads(stdout)
+    assert not doc["settings"]["topic_created"] and doc["totals"]["read"] > 0
 
 
 def test_a_fenced_transactional_canary_starts_a_new_session_and_goes_on(
