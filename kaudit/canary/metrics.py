@@ -41,6 +41,9 @@ class BooksCollector(Collector):
         leader = GaugeMetricFamily("kaudit_canary_partition_leader",
                                    "Broker leading each canary partition (-1: none).",
                                    labels=["topic", "partition"])
+        unread = GaugeMetricFamily("kaudit_canary_acked_unread_records",
+                                   "Acknowledged records not read back yet, nor declared "
+                                   "lost.", labels=["topic", "partition"])
         isr = GaugeMetricFamily("kaudit_canary_partition_isr_size",
                                 "In-sync replicas of each canary partition.",
                                 labels=["topic", "partition"])
@@ -51,6 +54,7 @@ class BooksCollector(Collector):
                     records.add_metric([topic, str(part), fate], book.counts[fate])
                 for cause in CAUSES:
                     lost.add_metric([topic, str(part), cause], book.lost_by_cause[cause])
+                unread.add_metric([topic, str(part)], book.unsettled()["acked_unread"])
             health = canary.health
             for part, broker in sorted(health.leaders.items()):
                 leader.add_metric([topic, str(part)], broker)
@@ -60,6 +64,7 @@ class BooksCollector(Collector):
         late = canary.settings.late_after_s
         yield records
         yield lost
+        yield unread
         yield leader
         yield isr
         # Produce is available when acks keep coming and no send waits longer than

@@ -303,9 +303,10 @@ class Canary:
         seen, self.watcher.seen = self.watcher.seen, None
         with self.state.lock:
             for part, book in self.state.books.items():
-                if seen is not None and part in seen[1]:
-                    positions, starts = seen
-                    found += book.passed(positions.get(part, 0), starts[part], now)
+                if seen is not None and part in seen.starts:
+                    found += book.passed(seen.positions.get(part, 0), seen.starts[part], now)
+                if seen is not None and part in seen.ends:
+                    found += book.past_end(seen.ends[part], now)
                 found += book.expire(now)
         for event in found:
             self.state.add_event(event)

@@ -4,15 +4,32 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, field
 
+from kaudit.canary.book import LogEnd
 from kaudit.canary.state import CanaryState
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession
+from kaudit.cluster.protocol import EpochEnd, read_epoch_ends
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.waiting import Deadline
 
 HOUSEKEEPING_S = 1.0
 TOPIC_LOOK_S = 10.0
+SETTLED_S = 1.0
+"""An acknowledged record past the log end for longer than this is asked about: an acks=1
+record lies past it until its followers copy it, normally within milliseconds."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One look at the log, for the loop to judge its books by."""
+
+    positions: dict[int, int]
+    """The reader's next offset per partition, just before the log starts were read."""
+    starts: dict[int, int]
+    ends: dict[int, LogEnd] = field(default_factory=dict)
+    """The partitions with acknowledged records long past the log end, and where it ends."""
 
 
 class Watcher(threading.Thread):
@@ -25,8 +42,9 @@ class Watcher(threading.Thread):
         super().__init__(name="kaudit-canary-watch", daemon=True)
         self.canary, self.timeout = canary, conn.timeout
         self.session = AdminSession(conn)  # its own: no fault's excuse holds it back
-        self.seen: tuple[dict[int, int], dict[int, int]] | None = None
-        """(reader positions, log starts read after them), taken by the loop."""
+        self.conn = conn
+        self.seen: Seen | None = None
+        """The last look at the log, taken by the loop."""
         self.grown: list[int] = []
         """Partitions the topic gained, taken by the loop."""
         self.done = threading.Event()
@@ -45,10 +63,42 @@ class Watcher(threading.Thread):
                     deadline=Deadline(2 * HOUSEKEEPING_S))
             except Exception:  # out of reach: nothing is judged until it answers
                 continue
-            self.seen = (positions, {p: offset for (_, p), offset in found.items()})
+            starts = {p: offset for (_, p), offset in found.items()}
+            self.seen = Seen(positions, starts, self._log_ends(parts))
             if time.monotonic() >= next_look:
                 next_look = time.monotonic() + TOPIC_LOOK_S
                 self._look_at_topic(set(parts))
+
+    def _log_ends(self, parts: list[int]) -> dict[int, LogEnd]:
+        """For each partition with acknowledged records long past its log end, where its
+        current leader's log ends their leader epoch: the evidence that they were cut off
+        (nothing will be written at their offsets for a reader to pass them by)."""
+        canary, topic = self.canary, self.canary.settings.topic
+        try:
+            ends = self.session.list_offsets_of([(topic, p) for p in parts], "latest",
+                                                failed={}, deadline=Deadline(HOUSEKEEPING_S))
+        except Exception:  # out of reach: asked again next time
+            return {}
+        asked_at = time.monotonic()
+        with canary.lock:
+            wanted = {p: epoch for p in parts if (topic, p) in ends and (
+                epoch := canary.books[p].beyond(ends[(topic, p)], asked_at - SETTLED_S))
+                is not None}
+        if not wanted:
+            return {}
+        try:
+            md = self.session.admin.list_topics(topic=topic, timeout=HOUSEKEEPING_S)
+            leaders = {p: m.leader for p, m in md.topics[topic].partitions.items()}
+            _, _, brokers = self.session.describe_identity()
+        except Exception:
+            return {}
+        asks = {(topic, p): (leaders[p], epoch) for p, epoch in wanted.items()
+                if leaders.get(p, -1) >= 0}
+        answers = read_epoch_ends(self.conn, {b.id: b for b in brokers}, asks,
+                                  Deadline(2 * HOUSEKEEPING_S))
+        return {p: LogEnd(ends[(t, p)], answer.asked, answer.end_offset, answer.leader,
+                          asked_at)
+                for (t, p), answer in answers.items() if isinstance(answer, EpochEnd)}
 
     def _look_at_topic(self, known: set[int]) -> None:
         canary = self.canary
