@@ -500,3 +500,61 @@ def log_end(lab: Lab, topic: str, partition: int) -> int:
         return int(high)
     finally:
         consumer.close()
+
+
+def test_records_past_the_new_log_end_are_truncated_and_the_stop_does_not_wait_for_them(
+        lab: Lab, restore_brokers: None, tmp_path: Path, metrics_port: int) -> None:
+    """acks=1: partition 0's followers frozen, its leader acknowledges records alone (the
+    metric of acknowledged-but-unread records shows them). The canary is stopped (SIGTERM),
+    so it sends no more; then the leader is shut down and a follower leads from the log end
+    it had copied, with nothing written after it. Those records lie past the new log end:
+    ``truncated`` with their leader epoch as evidence, in the report and the events,
+    exactly as many as our own read of the log lacks; the stop ends once they are settled,
+    not after the whole drain (30 s) waiting for records that cannot come."""
+    state = Path(lab.state_dir)
+    topic = f"kaudit-test-canary-{uuid.uuid4().hex[:8]}"
+    proc, events = start_canary(lab, tmp_path, metrics_port, "--topic", topic, "--rate", "300",
+                                "--acks", "1", "--no-idempotence")
+    unread = f'kaudit_canary_acked_unread_records{{partition="0",topic="{topic}"}}'
+    read = 'kaudit_canary_records_total{fate="read",partition="0",'
+    try:
+        assert wait_for(lambda: proc.poll() is not None or gauge(metrics_port, read) > 100, 60)
+        assert proc.poll() is None, proc.communicate()[1]
+        part = admin(lab).list_topics(topic, timeout=10).topics[topic].partitions[0]
+        leader, followers = part.leader, [b for b in part.replicas if b != part.leader]
+        for broker in followers:
+            lab_kill(state, broker, "STOP")
+        try:
+            # The leader takes a hundred records alone (well within the broker session: the
+            # frozen followers stay in the ISR, so one of them can lead next).
+            assert wait_for(lambda: gauge(metrics_port, unread) >= 100, 30), scrape(metrics_port)
+            proc.send_signal(signal.SIGTERM)
+            stopped = time.monotonic()
+            lab_kill(state, leader, "TERM")  # controlled: leadership moves to a follower now
+        finally:
+            lab_resume(state, followers, wait_s=120)
+        stdout, stderr = proc.communicate(timeout=120)
+        took = time.monotonic() - stopped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    print(stderr[-3000:], f"\nstopped {took:.1f}s after SIGTERM")
+    doc = json.loads(stdout)
+    p0 = doc["partitions"][0]
+    in_log = set(read_log(lab, topic)[0])
+    missing = set(range(p0["sent"])) - in_log
+    assert p0["failed"] == p0["indeterminate"] == 0 and p0["acked"] == p0["sent"], p0
+    assert len(missing) >= 100 and p0["lost"] == len(missing), (p0, len(missing))
+    assert p0["lost_causes"] == {"truncated": len(missing)}, p0
+    assert doc["totals"]["acked_unread"] == 0, doc["totals"]
+    lost = [e for e in events_of(events) if e["kind"] == "lost"]
+    assert {e["seq"] for e in lost} == missing
+    assert all(e["partition"] == 0 and e["cause"] == "truncated" for e in lost)
+    # Past the new end (nothing written there since): the epoch's end is the evidence.
+    past_end = [e for e in lost if e["evidence"].endswith(
+        "the log was cut back below it after a leader change")]
+    assert past_end, [e["evidence"] for e in lost[:3]]
+    assert all(f"on the current leader, broker {leader}" not in e["evidence"]
+               and " in leader epoch " in e["evidence"] for e in past_end)
+    assert proc.returncode == 1 and took < 15, (proc.returncode, took)
