@@ -7,9 +7,9 @@ A record is kept from its send until its fate is final, then forgotten:
 - acknowledged, and the reader moved past its offset without it: ``lost``, with a cause
   (``deleted``: below the log start offset; ``truncated``: its offset now holds another
   record, or was acknowledged to another since; else ``unknown``, said as such);
-- acknowledged at or past the log end, in a leader epoch that the current leader's log
-  ends below its offset: ``lost``, ``truncated`` (the log was cut back below it and
-  nothing was written there since, so no reader will pass it);
+- acknowledged at or past the high watermark and past the current leader's own log end:
+  ``lost``, ``truncated`` (the log was cut back below it and nothing was written there
+  since, so no reader will pass it);
 - failed or indeterminate and not read within ``window_s`` of its answer: absent
   (``indeterminate_absent``; a failed one was expected to be absent);
 - read while failed or indeterminate: ``failed_present`` / ``indeterminate_present``;
@@ -47,19 +47,19 @@ CAUSES = ("deleted", "truncated", "unknown")
 
 @dataclass(frozen=True)
 class LogEnd:
-    """Where one partition's log ends, and where its current leader's log ends a leader
-    epoch that acknowledged records past that end were written in (OffsetForLeaderEpoch)."""
+    """Where one partition's log ends: the high watermark, and the current leader's own log
+    end offset with the leader epoch it holds it in (OffsetForLeaderEpoch, asked of it)."""
 
-    log_end: int
-    """The high watermark: the end of what a reader can read."""
-    epoch: int
-    """The leader epoch asked about."""
-    epoch_end: int
-    """Where that epoch (or the latest earlier one the leader's log holds) ends there."""
+    high_watermark: int
+    """The end of what a reader can read."""
     leader: int
+    epoch: int
+    """The leader epoch the leader is in."""
+    log_end: int
+    """The leader's log end offset: no record lies at or past it on its log."""
     asked_at: float
-    """When it was asked (monotonic): a record acknowledged since is not judged by it (a
-    leader still in that epoch has written past its answer)."""
+    """When it was asked (monotonic): a record acknowledged since is not judged by it (the
+    leader has written past its answer)."""
 
 
 @dataclass(slots=True)
@@ -298,37 +298,38 @@ class PartitionBook:
         return events
 
     def past_end(self, end: LogEnd, now: float) -> list[dict[str, Any]]:
-        """An acknowledged record of ``end.epoch``, answered before it was asked about, at
-        or past both the log end and where the current leader's log ends that epoch, is
-        not in the log. Returns the losses."""
+        """An acknowledged record, answered before ``end`` was asked, at or past both the
+        high watermark and the current leader's log end is not in the log: the leader that
+        acknowledged it wrote it there, and the log was cut back below it since. Returns
+        the losses."""
         events: list[dict[str, Any]] = []
-        epoch, epoch_end, log_end = end.epoch, end.epoch_end, end.log_end
         gone = sorted((r.offset, seq) for seq, r in self.open.items()
-                      if r.outcome == "acked" and not r.read and r.epoch == epoch
+                      if r.outcome == "acked" and not r.read
                       and r.answered_at is not None and r.answered_at < end.asked_at
-                      and r.offset is not None and r.offset >= max(log_end, epoch_end))
+                      and r.offset is not None
+                      and r.offset >= max(end.high_watermark, end.log_end))
         for offset, seq in gone:
+            acked_in = self.open[seq].epoch
+            before = f" in leader epoch {acked_in}" if acked_in is not None else ""
             self.counts["lost"] += 1
             self.lost_by_cause["truncated"] += 1
             events.append(self._event(
                 "lost", seq, offset, now, cause="truncated",
-                evidence=f"offset {offset} was acknowledged to it in leader epoch {epoch}; on "
-                         f"the current leader, broker {end.leader}, that epoch ends at offset "
-                         f"{epoch_end} and the log at {log_end}: the log was cut back below "
-                         "it after a leader change"))
+                evidence=f"offset {offset} was acknowledged to it{before}; the current "
+                         f"leader, broker {end.leader}, in leader epoch {end.epoch}, ends "
+                         f"its log at offset {end.log_end} (high watermark "
+                         f"{end.high_watermark}): the log was cut back below it after a "
+                         "leader change"))
             self._forget(seq, now, "gone")
         return events
 
-    def beyond(self, log_end: int, settled_before: float) -> int | None:
-        """The lowest leader epoch among the acknowledged records not read that lie at or
-        past ``log_end`` and were answered before ``settled_before`` (an acks=1 record
-        just acknowledged lies past the end until its followers copy it); None: none, or
-        none whose epoch the client reported."""
-        return min((r.epoch for r in self.open.values()
-                    if r.outcome == "acked" and not r.read and r.epoch is not None
-                    and r.offset is not None and r.offset >= log_end
-                    and r.answered_at is not None and r.answered_at < settled_before),
-                   default=None)
+    def beyond(self, high_watermark: int, settled_before: float) -> bool:
+        """Whether an acknowledged record not read lies at or past ``high_watermark``,
+        answered before ``settled_before`` (an acks=1 record just acknowledged lies past it
+        until its followers copy it)."""
+        return any(r.outcome == "acked" and not r.read and r.offset is not None
+                   and r.offset >= high_watermark and r.answered_at is not None
+                   and r.answered_at < settled_before for r in self.open.values())
 
     def expire(self, now: float) -> list[dict[str, Any]]:
         """Settle failed and indeterminate records not read within the window of their

@@ -10,7 +10,7 @@ from kaudit.canary.book import LogEnd
 from kaudit.canary.state import CanaryState
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession
-from kaudit.cluster.protocol import EpochEnd, read_epoch_ends
+from kaudit.cluster.protocol import CURRENT_EPOCH, EpochEnd, read_epoch_ends
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.waiting import Deadline
 
@@ -29,7 +29,8 @@ class Seen:
     """The reader's next offset per partition, just before the log starts were read."""
     starts: dict[int, int]
     ends: dict[int, LogEnd] = field(default_factory=dict)
-    """The partitions with acknowledged records long past the log end, and where it ends."""
+    """The partitions with acknowledged records long past the high watermark, and where
+    their current leader's log ends."""
 
 
 class Watcher(threading.Thread):
@@ -70,9 +71,9 @@ class Watcher(threading.Thread):
                 self._look_at_topic(set(parts))
 
     def _log_ends(self, parts: list[int]) -> dict[int, LogEnd]:
-        """For each partition with acknowledged records long past its log end, where its
-        current leader's log ends their leader epoch: the evidence that they were cut off
-        (nothing will be written at their offsets for a reader to pass them by)."""
+        """For each partition with acknowledged records long past its high watermark, where
+        its current leader's own log ends, in its current epoch: the evidence that they
+        were cut off (nothing will be written at their offsets for a reader to pass them)."""
         canary, topic = self.canary, self.canary.settings.topic
         try:
             ends = self.session.list_offsets_of([(topic, p) for p in parts], "latest",
@@ -81,9 +82,8 @@ class Watcher(threading.Thread):
             return {}
         asked_at = time.monotonic()
         with canary.lock:
-            wanted = {p: epoch for p in parts if (topic, p) in ends and (
-                epoch := canary.books[p].beyond(ends[(topic, p)], asked_at - SETTLED_S))
-                is not None}
+            wanted = [p for p in parts if (topic, p) in ends
+                      and canary.books[p].beyond(ends[(topic, p)], asked_at - SETTLED_S)]
         if not wanted:
             return {}
         try:
@@ -92,11 +92,11 @@ class Watcher(threading.Thread):
             _, _, brokers = self.session.describe_identity()
         except Exception:
             return {}
-        asks = {(topic, p): (leaders[p], epoch) for p, epoch in wanted.items()
+        asks = {(topic, p): (leaders[p], CURRENT_EPOCH) for p in wanted
                 if leaders.get(p, -1) >= 0}
         answers = read_epoch_ends(self.conn, {b.id: b for b in brokers}, asks,
                                   Deadline(2 * HOUSEKEEPING_S))
-        return {p: LogEnd(ends[(t, p)], answer.asked, answer.end_offset, answer.leader,
+        return {p: LogEnd(ends[(t, p)], answer.leader, answer.epoch, answer.end_offset,
                           asked_at)
                 for (t, p), answer in answers.items() if isinstance(answer, EpochEnd)}
 

@@ -270,6 +270,8 @@ class EpochEnd:
 
 EpochAsks = Mapping[tuple[str, int], tuple[int, int]]
 """(topic, partition) -> (its leader's broker id, the leader epoch to ask about)."""
+CURRENT_EPOCH = -1
+"""In :data:`EpochAsks`: the leader's own current epoch, whatever it is."""
 
 
 def read_epoch_ends(settings: ConnectionSettings, brokers: Mapping[int, Broker],
@@ -277,7 +279,9 @@ def read_epoch_ends(settings: ConnectionSettings, brokers: Mapping[int, Broker],
                     ) -> dict[tuple[str, int], EpochEnd | str]:
     """For each partition of ``asks``, where the epoch ends on its leader's log, asked of
     that leader (a consumer's request is answered by the leader alone), or why it was not
-    read. Each leader is asked in its own thread, all within ``deadline``."""
+    read. Each leader is asked in its own thread, all within ``deadline``. An epoch of
+    :data:`CURRENT_EPOCH` asks for the leader's own current epoch (DescribeTopicPartitions,
+    asked of it first): its end is the leader's log end offset."""
     if not asks:
         return {}
     try:
@@ -327,8 +331,10 @@ def _ask_epoch_ends(ask: _EpochAsk, config: dict[str, Any], deadline: Deadline) 
     broker = ask.broker
     try:
         ask.client = _client_of(broker, config, deadline)
-        response = _send(ask.client, broker.id, epoch_request(ask.wanted), deadline)
-        ask.found = epoch_answers(response, broker.id, ask.wanted)
+        wanted = _current_epochs(ask, deadline)
+        if wanted:
+            response = _send(ask.client, broker.id, epoch_request(wanted), deadline)
+            ask.found |= epoch_answers(response, broker.id, wanted)
     except IncompatibleBrokerVersion:
         ask.error = (f"broker {broker.id} does not answer OffsetForLeaderEpoch v2 or later "
                      "(Kafka 2.1 and later do)")
@@ -336,6 +342,31 @@ def _ask_epoch_ends(ask: _EpochAsk, config: dict[str, Any], deadline: Deadline) 
         ask.error = _why(exc, broker, deadline)
     finally:
         ask.done.set()
+
+
+def _current_epochs(ask: _EpochAsk, deadline: Deadline) -> dict[tuple[str, int], int]:
+    """``ask.wanted`` with each :data:`CURRENT_EPOCH` replaced by the epoch the broker
+    leads the partition in; a partition it does not lead (any more) is answered so."""
+    current = [key for key, epoch in ask.wanted.items() if epoch == CURRENT_EPOCH]
+    if not current:
+        return dict(ask.wanted)
+    from kafka.protocol.admin import DescribeTopicPartitionsRequest
+
+    Topic = DescribeTopicPartitionsRequest.TopicRequest
+    request = DescribeTopicPartitionsRequest(
+        topics=[Topic(name=t) for t in sorted({t for t, _ in current})],
+        response_partition_limit=PAGE_PARTITIONS, cursor=None)
+    response = _send(ask.client, ask.broker.id, request, deadline)
+    led = {(topic.name, p.partition_index): p.leader_epoch for topic in response.topics
+           if not topic.error_code for p in topic.partitions
+           if not p.error_code and p.leader_id == ask.broker.id and p.leader_epoch >= 0}
+    wanted = {key: epoch for key, epoch in ask.wanted.items() if epoch != CURRENT_EPOCH}
+    for key in current:
+        if key in led:
+            wanted[key] = led[key]
+        else:
+            ask.found[key] = f"broker {ask.broker.id} does not lead it now"
+    return wanted
 
 
 def epoch_request(wanted: Mapping[tuple[str, int], int]) -> Any:

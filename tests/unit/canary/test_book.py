@@ -246,45 +246,47 @@ def test_an_ack_without_an_offset_is_delivered_when_read_and_lost_once_a_later_o
     assert b.counts["acked"] == 4 and b.counts["lost"] == 1 and b.lost_by_cause["unknown"] == 1
 
 
-def test_records_past_a_log_end_that_their_epoch_ends_below_are_truncated_at_once() -> None:
-    """acks=1, followers frozen: offsets 3-5 acknowledged by the leader alone in epoch 4,
-    never copied. The leader dies; the new one's log ends at 3, epoch 4 ending there, and
-    nothing is written after: no reader will pass those offsets, the log end says it."""
+def test_records_past_the_new_leaders_log_end_are_truncated_at_once() -> None:
+    """acks=1, followers frozen: offsets 3-5 acknowledged by the leader alone, never
+    copied. The leader goes; the new one, in epoch 5, ends its log at 3, and nothing is
+    written after: no reader will pass those offsets, the leader's log end says it."""
     from kaudit.canary.book import LogEnd
 
     b = PartitionBook(0, window_s=60, late_after_s=5)
     for seq in range(6):
         b.sent(seq, 0.0)
-        b.acked(seq, seq, 0.1, epoch=4)
+        b.acked(seq, seq, 0.1)
     for seq in range(3):
         b.read(seq, seq, 0.2)
-    assert b.beyond(3, settled_before=1.5) == 4
-    assert b.beyond(3, settled_before=0.05) is None  # just acknowledged: not asked yet
-    events = b.past_end(LogEnd(log_end=3, epoch=4, epoch_end=3, leader=2, asked_at=1.5), 2.0)
+    assert b.beyond(3, settled_before=1.5) and not b.beyond(3, settled_before=0.05)
+    end = LogEnd(high_watermark=3, leader=2, epoch=5, log_end=3, asked_at=1.5)
+    events = b.past_end(end, 2.0)
     assert [(e["seq"], e["offset"], e["cause"]) for e in events] == [
         (3, 3, "truncated"), (4, 4, "truncated"), (5, 5, "truncated")]
     assert events[0]["evidence"] == (
-        "offset 3 was acknowledged to it in leader epoch 4; on the current leader, broker 2, "
-        "that epoch ends at offset 3 and the log at 3: the log was cut back below it after a "
+        "offset 3 was acknowledged to it; the current leader, broker 2, in leader epoch 5, "
+        "ends its log at offset 3 (high watermark 3): the log was cut back below it after a "
         "leader change")
     assert b.counts["lost"] == 3 and b.lost_by_cause["truncated"] == 3
-    assert b.unsettled()["acked_unread"] == 0 and b.beyond(3, 9.0) is None
+    assert b.unsettled()["acked_unread"] == 0 and not b.beyond(3, 9.0)
 
 
-def test_a_leader_still_in_the_epoch_or_a_later_ack_proves_nothing_lost() -> None:
-    """The same records past the log end, but the leader still holds the epoch (its log
-    ends it past them: only the followers lag), or they were acknowledged after the
-    question (the answer cannot speak for them), or their epoch is another: not lost."""
+def test_a_leader_that_holds_them_or_a_later_ack_proves_nothing_lost() -> None:
+    """Records past the high watermark that the leader's log still holds (only its
+    followers lag), or acknowledged after the question (the answer cannot speak for
+    them): not lost."""
     from kaudit.canary.book import LogEnd
 
     b = PartitionBook(0, window_s=60, late_after_s=5)
     for seq in range(4):
         b.sent(seq, 0.0)
-        b.acked(seq, seq, 0.1 if seq < 3 else 2.0, epoch=4 if seq < 2 else 5)
-    # Epoch 4 ends at 2 on the leader: its records at 0 and 1 are in the log.
-    assert b.past_end(LogEnd(0, epoch=4, epoch_end=2, leader=1, asked_at=1.0), 3.0) == []
-    # Epoch 5 ends at 2: sequence 2 (offset 2) is not there; sequence 3, acknowledged after
-    # the question, is not judged by its answer.
-    lost = b.past_end(LogEnd(0, epoch=5, epoch_end=2, leader=1, asked_at=1.0), 3.0)
+        b.acked(seq, seq, 0.1 if seq < 3 else 2.0, epoch=4)
+    # The leader, still in its epoch, ends its log at 3: offsets 0-2 are on it.
+    assert b.past_end(LogEnd(0, leader=1, epoch=4, log_end=3, asked_at=1.0), 3.0) == []
+    # A new leader ends its log at 2: offset 2 is gone (its epoch named); offset 3 was
+    # acknowledged after the question, and waits for the next one.
+    lost = b.past_end(LogEnd(0, leader=2, epoch=5, log_end=2, asked_at=1.0), 3.0)
     assert [(e["seq"], e["cause"]) for e in lost] == [(2, "truncated")]
-    assert b.unsettled()["acked_unread"] == 3  # 0, 1 (epoch 4, in the log) and 3 (later ack)
+    assert "acknowledged to it in leader epoch 4; the current leader, broker 2, in leader " \
+           "epoch 5" in lost[0]["evidence"]
+    assert b.unsettled()["acked_unread"] == 3  # 0 and 1 (on the leader) and 3 (later ack)
