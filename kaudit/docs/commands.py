@@ -9,6 +9,7 @@ then).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -44,6 +45,21 @@ class OptionDoc:
     def flags(self) -> tuple[str, ...]:
         """Every spelling of the option (names and negations)."""
         return self.names + self.negations
+
+    def notes(self, value: Callable[[str], str]) -> list[str]:
+        """What a page says after the help text (required, case, default, repeatable), the
+        default shown through ``value`` (bold in roff, code in Markdown)."""
+        notes = []
+        if self.required:
+            notes.append("Required.")
+        if self.choices and not self.case_sensitive:
+            notes.append("Values are case-insensitive.")
+        if self.default is not None:
+            notes.append(f"Default: {value(self.default)}.")
+        if (self.multiple or self.counted) and "repeat" not in self.help.lower() \
+                and "-vv" not in self.help:
+            notes.append("May be given more than once.")
+        return notes
 
 
 @dataclass(frozen=True)

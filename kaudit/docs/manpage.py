@@ -240,19 +240,8 @@ def option_tag(option: OptionDoc) -> str:
 
 
 def _option(w: RoffWriter, option: OptionDoc) -> None:
-    text = option.help
-    notes: list[str] = []
-    if option.required:
-        notes.append("Required.")
-    if option.choices and not option.case_sensitive:
-        notes.append("Values are case-insensitive.")
-    if option.default is not None:
-        notes.append(f"Default: {bold(option.default)}.")
-    if (option.multiple or option.counted) and "repeat" not in text.lower() \
-            and "-vv" not in text:
-        notes.append("May be given more than once.")
-    body = inline(text) if text else ""
-    w.tagged(option_tag(option), [" ".join(p for p in [body, *notes] if p)])
+    body = inline(option.help) if option.help else ""
+    w.tagged(option_tag(option), [" ".join(p for p in [body, *option.notes(bold)] if p)])
 
 
 def _options(w: RoffWriter, options: tuple[OptionDoc, ...]) -> None:

@@ -67,17 +67,7 @@ def _option(option: OptionDoc) -> str:
     tag = ", ".join(f"`{flag}`" for flag in option.flags)
     if option.value is not None:
         tag += f" `{option.value}`"
-    notes = []
-    if option.required:
-        notes.append("Required.")
-    if option.choices and not option.case_sensitive:
-        notes.append("Values are case-insensitive.")
-    if option.default is not None:
-        notes.append(f"Default: `{option.default}`.")
-    if (option.multiple or option.counted) and "repeat" not in option.help.lower() \
-            and "-vv" not in option.help:
-        notes.append("May be given more than once.")
-    body = " ".join(p for p in [_text(option.help), *notes] if p)
+    body = " ".join(p for p in [_text(option.help), *option.notes(lambda v: f"`{v}`")] if p)
     return f"- {tag}: {body}"
 
 
