@@ -276,25 +276,16 @@ class PartitionBook:
                         if r.outcome == "acked" and not r.read and r.offset is not None
                         and r.offset < position)
         for offset, seq in behind:
-            cause, evidence = self._cause(seq, offset, log_start)
-            self.counts["lost"] += 1
-            self.lost_by_cause[cause] += 1
-            events.append(self._event("lost", seq, offset, now, cause=cause,
-                                      evidence=evidence))
-            self._forget(seq, now, "gone")
+            events.append(self._lost(seq, offset, now, *self._cause(seq, offset, log_start)))
         # Acknowledged without an offset: an idempotent producer writes a partition in
         # sequence order, so one that was there lies below any later sequence read.
         unplaced = [seq for seq, r in self.open.items() if r.outcome == "acked"
                     and r.offset is None and not r.read and seq < self.max_read]
         for seq in unplaced:
-            self.counts["lost"] += 1
-            self.lost_by_cause["unknown"] += 1
-            events.append(self._event(
-                "lost", seq, -1, now, cause="unknown",
-                evidence=f"acknowledged without an offset (a retry the broker already had); "
-                         f"the reader read sequence {self.max_read}, written after it, and "
-                         "not it"))
-            self._forget(seq, now, "gone")
+            events.append(self._lost(
+                seq, -1, now, "unknown",
+                f"acknowledged without an offset (a retry the broker already had); the reader "
+                f"read sequence {self.max_read}, written after it, and not it"))
         return events
 
     def past_end(self, end: LogEnd, now: float) -> list[dict[str, Any]]:
@@ -311,16 +302,12 @@ class PartitionBook:
         for offset, seq in gone:
             acked_in = self.open[seq].epoch
             before = f" in leader epoch {acked_in}" if acked_in is not None else ""
-            self.counts["lost"] += 1
-            self.lost_by_cause["truncated"] += 1
-            events.append(self._event(
-                "lost", seq, offset, now, cause="truncated",
-                evidence=f"offset {offset} was acknowledged to it{before}; the current "
-                         f"leader, broker {end.leader}, in leader epoch {end.epoch}, ends "
-                         f"its log at offset {end.log_end} (high watermark "
-                         f"{end.high_watermark}): the log was cut back below it after a "
-                         "leader change"))
-            self._forget(seq, now, "gone")
+            events.append(self._lost(
+                seq, offset, now, "truncated",
+                f"offset {offset} was acknowledged to it{before}; the current leader, broker "
+                f"{end.leader}, in leader epoch {end.epoch}, ends its log at offset "
+                f"{end.log_end} (high watermark {end.high_watermark}): the log was cut back "
+                "below it after a leader change"))
         return events
 
     def beyond(self, high_watermark: int, settled_before: float) -> bool:
@@ -369,6 +356,15 @@ class PartitionBook:
                                  f"holds or was acknowledged to sequence {other_seq}{theirs}: "
                                  "the log was cut back after a leader change")
         return "unknown", "no signal tells why: the reader passed its offset without it"
+
+    def _lost(self, seq: int, offset: int, now: float, cause: str, evidence: str
+              ) -> dict[str, Any]:
+        """Count ``seq`` lost with its cause, forget it, and return its event."""
+        self.counts["lost"] += 1
+        self.lost_by_cause[cause] += 1
+        event = self._event("lost", seq, offset, now, cause=cause, evidence=evidence)
+        self._forget(seq, now, "gone")
+        return event
 
     def _forget(self, seq: int, now: float, fate: str = "read") -> None:
         record = self.open.pop(seq, None)
