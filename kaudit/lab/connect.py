@@ -26,6 +26,7 @@ from typing import Any
 from kaudit.connection.properties import properties_text
 from kaudit.errors import LabError
 from kaudit.jvm import resolve_jars
+from kaudit.lab.layout import LAB_JIT
 from kaudit.lab.runtime import KafkaRuntime, logging_artifacts
 from kaudit.lab.state import LabNode, LabState
 from kaudit.waiting import Deadline
@@ -153,7 +154,7 @@ def add_worker(state: LabState, runtime: KafkaRuntime, port: int,
     config.chmod(0o600)  # a secured lab's password is in it
     (directory / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
     argv = [
-        runtime.java, f"-Xmx{CONNECT_HEAP}", "-Xms64m", "-XX:+UseG1GC",
+        runtime.java, f"-Xmx{CONNECT_HEAP}", "-Xms64m", "-XX:+UseG1GC", *LAB_JIT,
         "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
         # Properties, not the brokers' YAML: Connect's classpath has no YAML parser.
         f"-Dlog4j2.configurationFile={directory / 'log4j2.properties'}",

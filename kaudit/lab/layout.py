@@ -151,6 +151,12 @@ def _node_properties(
     )
 
 
+LAB_JIT = ("-XX:TieredStopAtLevel=1",)
+"""The lab's JVMs compile with C1 only: they start often (every kill, restart and roll) and
+carry a lab's light load, and C2's compiler threads would double the CPU a start costs
+on a two-core laptop (and so the time every other node and client waits)."""
+
+
 def _argv(
     runtime: KafkaRuntime, node: str, heap: str, directory: Path, main: Sequence[str]
 ) -> list[str]:
@@ -160,6 +166,7 @@ def _argv(
         "-Xms64m",
         "-XX:+UseG1GC",
         "-XX:MaxGCPauseMillis=20",
+        *LAB_JIT,
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={directory.parent / 'log4j2.yaml'}",
