@@ -316,6 +316,7 @@ class Canary:
         """Wait for the last answers, then read until every acknowledged record is read or
         declared, within ``drain_s``."""
         deadline = Deadline(self.settings.drain_s)
+        self.watcher.draining.set()
         while len(producer) and not deadline.expired():
             producer = self._serve(producer, 0.1)
             self._read(consumer, 0)

@@ -15,6 +15,9 @@ from kaudit.connection.settings import ConnectionSettings
 from kaudit.waiting import Deadline
 
 HOUSEKEEPING_S = 1.0
+DRAINING_LOOK_S = 0.25
+"""How often the log is looked at once the canary is stopping: the stop waits for exactly
+these answers (a log end that settles the last records), so they are asked for more often."""
 TOPIC_LOOK_S = 10.0
 SETTLED_S = 1.0
 """An acknowledged record past the log end for longer than this is asked about: an acks=1
@@ -49,10 +52,12 @@ class Watcher(threading.Thread):
         self.grown: list[int] = []
         """Partitions the topic gained, taken by the loop."""
         self.done = threading.Event()
+        self.draining = threading.Event()
+        """Set when the canary stops: its last records wait on what this thread reads."""
 
     def run(self) -> None:
         canary, next_look = self.canary, 0.0
-        while not self.done.wait(HOUSEKEEPING_S):
+        while not self.done.wait(DRAINING_LOOK_S if self.draining.is_set() else HOUSEKEEPING_S):
             with canary.lock:
                 positions, parts = dict(canary.positions), sorted(canary.books)
             # A partition without a leader is not waited for (a fault's excuse would hold

@@ -24,6 +24,9 @@ pytestmark = pytest.mark.kafka
 
 TIMEOUT = 20
 """--timeout of the reads made while brokers are frozen."""
+BOUND = TIMEOUT + 5
+"""What ``--timeout 20`` promises for the whole command, its Python start and its report
+included: the reads end at the deadline, a thread still waiting gets a second of grace."""
 
 
 def topic_command(lab: Lab, topic: str, bootstrap: str) -> tuple[int | None, list[int],
@@ -136,15 +139,15 @@ def _timed_check(lab: Lab, tmp_path: Path) -> dict[str, Any]:
     took = time.monotonic() - started
     assert result.code == 0, result.stderr
     doc = json.loads(result.stdout)
-    # Well within twice the timeout; the features come from the broker that answers.
-    assert took < 2 * TIMEOUT, f"check took {took:.1f}s with --timeout {TIMEOUT}"
+    # Within the bound; the features come from the broker that answers.
+    assert took < BOUND, f"check took {took:.1f}s with --timeout {TIMEOUT}"
     assert doc["features"] is not None, doc["features_unread"]
     return {"doc": doc, "took": took}
 
 
 def _timed_snapshot(lab: Lab, tmp_path: Path) -> dict[str, Any]:
     doc, took = snapshot(lab, tmp_path, "--timeout", str(TIMEOUT))
-    assert took < 2 * TIMEOUT, f"snapshot took {took:.1f}s with --timeout {TIMEOUT}"
+    assert took < BOUND, f"snapshot took {took:.1f}s with --timeout {TIMEOUT}"
     assert doc["features"] is not None, doc["features_unread"]
     assert doc["elr_unread"] is None
     # Every registered broker's configs are read, or said to be unanswered: never guessed.
