@@ -20,11 +20,15 @@ SPARK_LOGICAL_TYPES = frozenset({"decimal", "date", "timestamp-millis", "timesta
 #: The types a semantic name is read as here (a time, a date, a decimal; kaudit's time of
 #: day, UUID and JSON, read as text) and the Spark type each is read into.
 _READ_AS = {"TIMESTAMP": "TIMESTAMP", "TIMESTAMP_NTZ": "TIMESTAMP_NTZ", "DATE": "DATE",
-            "DECIMAL": "DECIMAL", "TIME": "STRING", "UUID": "STRING", "JSON": "STRING"}
+            "DECIMAL": "DECIMAL", "TIME": "STRING", "UUID": "STRING", "JSON": "STRING",
+            "NUMBER": "STRING"}
 #: The Avro primitives each encoding of a semantic type is written in.
 _ENCODED_IN = {Encoding.MILLIS: {"long", "int"}, Encoding.MICROS: {"long", "int"},
                Encoding.NANOS: {"long"}, Encoding.SECONDS: {"long", "int"},
-               Encoding.DAYS: {"int", "long"}, Encoding.BASE64: {"bytes"}}
+               Encoding.DAYS: {"int", "long"}, Encoding.BASE64: {"bytes"},
+               Encoding.VARIABLE: {"record"}}
+#: Debezium's VariableScaleDecimal in Avro: a record of the scale and the unscaled bytes.
+_VARIABLE_FIELDS = {"scale": "int", "value": "bytes"}
 
 
 def avro_semantic_type(avro_type: Any) -> SemanticType | None:
@@ -44,12 +48,20 @@ def avro_semantic_type(avro_type: Any) -> SemanticType | None:
     primitive = avro_type.get("type")
     if found.encoding is None:
         return found if primitive == "string" else None
+    if found.encoding is Encoding.VARIABLE and _fields(avro_type) != _VARIABLE_FIELDS:
+        return None
     return found if primitive in _ENCODED_IN.get(found.encoding, ()) else None
 
 
+def _fields(record: dict[str, Any]) -> dict[str, Any]:
+    return {f.get("name"): f.get("type") for f in record.get("fields") or []
+            if isinstance(f, dict)}
+
+
 def spark_ddl(found: SemanticType) -> str:
-    """The Spark type a semantic type is read into: its own, text for kaudit's TIME, UUID
-    and JSON, a long for nanoseconds since the epoch (compared as the count)."""
+    """The Spark type a semantic type is read into: its own, text for kaudit's TIME, UUID,
+    JSON and wide decimal (NUMBER), a long for nanoseconds since the epoch (compared as
+    the count)."""
     if found.encoding is Encoding.NANOS and found.ddl.startswith("TIMESTAMP"):
         return "BIGINT"
     base = found.ddl.split("(")[0]
@@ -58,8 +70,8 @@ def spark_ddl(found: SemanticType) -> str:
 
 def as_declaration(fields: dict[str, SemanticType]) -> str | None:
     """``--schema``'s grammar for the fields of a kind Spark has no type for (a time of day,
-    a UUID, JSON, nanoseconds since the epoch): what the comparison reads their kind from
-    (:meth:`~kaudit.reconcile.request.ReconcileRequest.declared_kinds`)."""
+    a UUID, JSON, a decimal of any scale, nanoseconds since the epoch): what the comparison
+    reads their kind from (:meth:`~kaudit.reconcile.request.ReconcileRequest.declared_kinds`)."""
     items = [f"`{name}` {t.ddl} {t.encoding or ''}".rstrip() for name, t in fields.items()
              if spark_ddl(t) != t.ddl]
     return ", ".join(items) or None

@@ -80,8 +80,16 @@ def variable_scale_decimal(text: Any) -> Any:
     not read."""
     from pyspark.sql import functions as F
 
-    scale = F.get_json_object(text, "$.scale").try_cast("int")
-    raw = F.try_to_binary(F.get_json_object(text, "$.value"), F.lit("base64"))
+    return variable_decimal(F.get_json_object(text, "$.scale").try_cast("int"),
+                            F.try_to_binary(F.get_json_object(text, "$.value"), F.lit("base64")))
+
+
+def variable_decimal(scale: Any, raw: Any) -> Any:
+    """A decimal of its own scale (Debezium's VariableScaleDecimal: ``raw``, the unscaled
+    value's big-endian two's-complement bytes, and ``scale``) as a wide decimal's canonical
+    text; null where either is missing or the bytes are too wide."""
+    from pyspark.sql import functions as F
+
     sign, digits = _unscaled(raw)
     # The digits with an exponent: the canonical text moves the point, any scale.
     written = F.concat(sign, digits, F.lit("e"), (-scale).cast("string"))

@@ -37,7 +37,7 @@ from kaudit.reconcile.avro_schemas import (
 from kaudit.reconcile.avro_types import SPARK_LOGICAL_TYPES, avro_semantic_type, spark_ddl
 from kaudit.reconcile.classes import KEY_PROBLEM, UNDECODABLE
 from kaudit.reconcile.declared import Encoding, parse_declaration
-from kaudit.reconcile.encodings import decimal_from_base64, decoded
+from kaudit.reconcile.encodings import decimal_from_base64, decoded, variable_decimal
 from kaudit.reconcile.envelope import OPS
 from kaudit.reconcile.formats.base import Decoded, joined_key
 from kaudit.reconcile.request import ReconcileRequest
@@ -179,12 +179,15 @@ def _targets(typed: dict[str, TypedField], request: ReconcileRequest) -> dict[st
 def _read_as(column: Any, field: TypedField, target: Any) -> Any:
     """A decoded Avro field read as ``target``, written as ``field`` says: an epoch number
     as a time or a date, a Decimal's bytes at its scale (through their base64: the one
-    decoder of Connect's Decimal), a text or a number cast; null where it does not read."""
+    decoder of Connect's Decimal), a VariableScaleDecimal's record at its own scale, a
+    text or a number cast; null where it does not read."""
     from pyspark.sql import functions as F
 
     if field.encoding is Encoding.BASE64:
         text = F.base64(column) if field.avro_type == "bytes" else column.cast("string")
         return decimal_from_base64(text, target)
+    if field.encoding is Encoding.VARIABLE and field.avro_type == "record":
+        return variable_decimal(column.getField("scale"), column.getField("value"))
     if field.encoding is not None:
         return decoded(column, target, field.encoding)
     return column.try_cast(target)

@@ -300,6 +300,9 @@ def test_the_avro_formats_field_check_learns_the_id_from_the_sample_of_both_ends
 MICROS = {"type": "long", "connect.version": 1, "connect.name": "io.debezium.time.MicroTimestamp"}
 PRECISE = {"type": "bytes", "connect.name": "org.apache.kafka.connect.data.Decimal",
            "connect.parameters": {"scale": "2", "connect.decimal.precision": "12"}}
+VARIABLE = {"type": "record", "name": "VariableScaleDecimal", "namespace": "io.debezium.data",
+            "fields": [{"name": "scale", "type": "int"}, {"name": "value", "type": "bytes"}],
+            "connect.version": 1, "connect.name": "io.debezium.data.VariableScaleDecimal"}
 
 
 @pytest.mark.parametrize(("avro_type", "ddl", "encoding"), [
@@ -307,6 +310,8 @@ PRECISE = {"type": "bytes", "connect.name": "org.apache.kafka.connect.data.Decim
     ({"type": "long", "connect.name": "io.debezium.time.Timestamp"}, "TIMESTAMP", "millis"),
     ({"type": "int", "connect.name": "io.debezium.time.Date"}, "DATE", "days"),
     (PRECISE, "DECIMAL(12,2)", "base64"),
+    # A bare numeric in Debezium's precise mode: its record of the scale and the bytes.
+    (VARIABLE, "NUMBER", "variable"),
     ({"type": "string", "connect.name": "io.debezium.time.ZonedTimestamp"}, "TIMESTAMP", None),
 ])
 def test_a_connect_name_in_an_avro_type_says_what_the_primitive_holds(
@@ -327,8 +332,11 @@ def test_a_connect_name_in_an_avro_type_says_what_the_primitive_holds(
     # Text that stays text, a plain type, a kind not read from Avro yet.
     {"type": "string", "connect.name": "io.debezium.data.Enum"},
     "long", {"type": "long"},
+    # A VariableScaleDecimal record of other fields than Debezium's is not trusted.
     {"type": "record", "name": "V", "connect.name": "io.debezium.data.VariableScaleDecimal",
      "fields": []},
+    {**VARIABLE, "fields": [{"name": "scale", "type": "long"},
+                            {"name": "value", "type": "bytes"}]},
     # A time of day counted in a string is not trusted either.
     {"type": "string", "connect.name": "io.debezium.time.MicroTime"},
     # A name on a primitive that cannot hold it is not trusted.
@@ -349,14 +357,15 @@ def test_kinds_spark_has_no_type_for_are_read_as_text_or_counts_and_declared() -
         "opens": {"type": "long", "connect.name": "io.debezium.time.MicroTime"},
         "closes": {"type": "int", "connect.name": "io.debezium.time.Time"},
         "at": {"type": "long", "connect.name": "io.debezium.time.NanoTimestamp"},
-        "day": {"type": "int", "connect.name": "io.debezium.time.Date"}}.items()}
+        "day": {"type": "int", "connect.name": "io.debezium.time.Date"},
+        "price": VARIABLE}.items()}
     assert all(t is not None for t in found.values())
     assert {n: spark_ddl(t) for n, t in found.items() if t} == {
         "attrs": "STRING", "ref": "STRING", "opens": "STRING", "closes": "STRING",
-        "at": "BIGINT", "day": "DATE"}
+        "at": "BIGINT", "day": "DATE", "price": "STRING"}
     assert as_declaration({n: t for n, t in found.items() if t}) == (
         "`attrs` JSON, `ref` UUID, `opens` TIME micros, `closes` TIME millis, "
-        "`at` TIMESTAMP nanos")
+        "`at` TIMESTAMP nanos, `price` NUMBER variable")
     assert as_declaration({"day": found["day"]}) is None  # Spark's own type: nothing to say
 
 

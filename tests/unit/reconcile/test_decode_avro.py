@@ -412,3 +412,44 @@ def test_times_of_day_uuids_json_and_nanoseconds_in_avro_are_compared_as_their_k
         "at": "timestamp (nanoseconds cut to microseconds)"}
     found = {(r[1], r[6]) for r in rows(result) if r[0] == "mismatched"}
     assert found == {("1", "opens"), ("2", "ref"), ("3", "attrs"), ("4", "at")}, rows(result)
+
+
+PRICED = {"type": "record", "name": "Value", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "price", "type": ["null", {
+        "type": "record", "name": "VariableScaleDecimal", "namespace": "io.debezium.data",
+        "fields": [{"name": "scale", "type": "int"}, {"name": "value", "type": "bytes"}],
+        "connect.version": 1, "connect.name": "io.debezium.data.VariableScaleDecimal"}],
+     "default": None}]}
+
+
+def test_debeziums_variable_scale_decimals_in_avro_are_read_by_every_digit(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """A bare numeric as Debezium's Avro converter writes it (a record of the scale and the
+    unscaled bytes), against PostgreSQL's numeric: negative values, 30 places, 38 digits
+    and a negative scale equal; 0.01 apart found."""
+    from kaudit.reconcile.formats.avro import with_value_kinds
+
+    def variable(unscaled: int, scale: int) -> dict[str, Any]:
+        size = max(1, (unscaled.bit_length() + 8) // 8)
+        return {"scale": scale, "value": unscaled.to_bytes(size, "big", signed=True)}
+
+    prices = {1: (variable(1250, 2), "12.50"), 2: (variable(-1, 30), "-0." + "0" * 29 + "1"),
+              3: (variable(10**37 + 1, 0), str(10**37 + 1)), 4: (variable(12, -3), "12000"),
+              5: (variable(1250, 2), "12.51")}
+    records = [framed(1, PRICED, {"id": i, "price": p}) for i, (p, _) in prices.items()]
+    (tmp_path / "value.avsc").write_text(json.dumps(PRICED))
+    avro = given_schemas("value", "avro", tmp_path / "value.avsc", None, None)
+    assert avro is not None
+    request = with_value_kinds(ReconcileRequest(
+        topic="t", sink_uri="json:/dev/null", key="id", compare=("price",),
+        value_format="avro", avro=pinned_to_sampled_id(avro, {1}, sampled=1)))
+    sink = spark.createDataFrame([(i, text) for i, (_, text) in prices.items()],
+                                 "id long, price string")
+    topic, sink, fields = hashed(decode_topic(raw(spark, records), request, {}),
+                                 shape_sink(sink, request), ["price"],
+                                 request.declared_kinds(), {"price": "numeric"})
+    result = run(topic, sink, "append", ["price"])
+    assert [f.compared_as for f in fields] == ["wide decimal"]
+    assert [(r[0], r[1], r[6], r[7], r[8]) for r in rows(result)] == [
+        ("mismatched", "5", "price", "12.5", "12.51")], rows(result)
