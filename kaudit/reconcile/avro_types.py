@@ -53,7 +53,7 @@ def avro_semantic_type(avro_type: Any) -> SemanticType | None:
     return found if primitive in _ENCODED_IN.get(found.encoding, ()) else None
 
 
-def _fields(record: dict[str, Any]) -> dict[str, Any]:
+def _fields(record: dict[str, Any]) -> dict[Any, Any]:
     return {f.get("name"): f.get("type") for f in record.get("fields") or []
             if isinstance(f, dict)}
 
