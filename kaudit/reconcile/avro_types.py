@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kaudit.reconcile.declared import Encoding
-from kaudit.reconcile.semantic import SemanticType, semantic_type
+from kaudit.reconcile.semantic import SemanticType, semantic_type, unread_note
 
 #: The logical types spark-avro (Spark 4.0) decodes to a Spark type of their own: a field
 #: of one needs nothing more. What it leaves as the primitive (checked: time-millis as the
@@ -51,6 +51,12 @@ def avro_semantic_type(avro_type: Any) -> SemanticType | None:
     if found.encoding is Encoding.VARIABLE and _fields(avro_type) != _VARIABLE_FIELDS:
         return None
     return found if primitive in _ENCODED_IN.get(found.encoding, ()) else None
+
+
+def avro_unread(avro_type: Any) -> str | None:
+    """Why a semantic name in an Avro type is left to the sink column's type
+    (:func:`~kaudit.reconcile.semantic.unread_note`); None for any other type."""
+    return unread_note(avro_type.get("connect.name")) if isinstance(avro_type, dict) else None
 
 
 def _fields(record: dict[str, Any]) -> dict[Any, Any]:

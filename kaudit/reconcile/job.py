@@ -9,6 +9,7 @@ counts, totals and samples come from its own (small, persisted) discrepancy set.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -242,6 +243,8 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     compared = [request.sink_column(c) for c in request.compare]
     topic, sink, fields = hashed(topic, sink, compared, request.declared_kinds(),
                                  sink_spec.column_types)
+    notes = {request.sink_column(n): why for n, why in request.type_notes.items()}
+    fields = [replace(f, note=notes.get(f.column)) for f in fields]
     grace = (datetime.now(UTC) - timedelta(seconds=request.grace_seconds)
              if request.grace_seconds > 0 else None)
     options = CompareOptions(mode=request.mode, compare=tuple(compared),

@@ -28,6 +28,9 @@ class ReconcileRequest:
     """What the values' own schema says of some fields' types (Connect's and Debezium's
     semantic types, in ``--schema``'s grammar): filled by the field check from the sampled
     values, never by the user; ``--schema``'s fields win."""
+    type_notes: dict[str, str] = field(default_factory=dict)
+    """Topic field -> why the type its values' own schema names was not read (left to the
+    sink column's type): filled by the field check, shown with the field in the report."""
     sampled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     """Some values of each field the field check sampled (:mod:`kaudit.reconcile.hints`):
     filled by it, never by the user."""
@@ -124,6 +127,8 @@ class FieldTypes:
     topic_type: str
     sink_type: str
     compared_as: str
+    note: str | None = None
+    """Why the type the topic's own schema names was not read, where it was not."""
 
 
 @dataclass(frozen=True)

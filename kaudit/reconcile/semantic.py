@@ -113,7 +113,14 @@ def semantic_fields(schema: dict[str, Any], envelope: str) -> dict[str, Semantic
     return out
 
 
+def unread_note(name: Any) -> str | None:
+    """What the report says of a field whose semantic type ``name`` is not read
+    (:data:`NOT_READ`); None for any other name."""
+    why = NOT_READ.get(name) if isinstance(name, str) else None
+    return f"{name}: {why}; compared as the sink column's type" if why else None
+
+
 def unread_fields(schema: dict[str, Any], envelope: str) -> dict[str, str]:
     """Field name -> why its semantic type is left to the sink column's type."""
-    return {f["field"]: NOT_READ[f["name"]] for f in row_fields(schema, envelope)
-            if isinstance(f.get("field"), str) and f.get("name") in NOT_READ}
+    return {f["field"]: note for f in row_fields(schema, envelope)
+            if isinstance(f.get("field"), str) and (note := unread_note(f.get("name")))}

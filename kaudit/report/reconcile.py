@@ -36,9 +36,10 @@ def reconcile_document(result: ReconcileResult) -> dict[str, Any]:
         "mode": r.mode,
         "compare": list(r.compare),
         # per compared column: its type in the topic and in the sink, and what both were
-        # compared as (integers exactly, decimals at their scale, ...)
+        # compared as (integers exactly, decimals at their scale, ...); note: why a type the
+        # topic's own schema names was not read (null where it was, or there was none)
         "fields": [{"column": f.column, "topic_type": f.topic_type, "sink_type": f.sink_type,
-                    "compared_as": f.compared_as} for f in result.fields],
+                    "compared_as": f.compared_as, "note": f.note} for f in result.fields],
         "counts": {"topic_records": result.topic_records, "sink_rows": result.sink_rows,
                    **{c: int(result.counts.get(c, 0)) for c in CLASSES},
                    # offsets of the range that retention removed before the run
@@ -88,7 +89,8 @@ def reconcile_table(result: ReconcileResult) -> str:
              tabulate([(k, v) for k, v in counts.items()], headers=["class", "count"]), ""]
     lines += _schema_lines(rec["source"])
     lines += [f"{f['column']}: topic {f['topic_type']}, sink {f['sink_type']}, compared as "
-              f"{f['compared_as']}" for f in rec["fields"]]
+              f"{f['compared_as']}" + (f" ({f['note']})" if f.get("note") else "")
+              for f in rec["fields"]]
     if rec["fields"]:
         lines.append("")
     for cls, rows in rec["samples"].items():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import row_field_types
-from kaudit.reconcile.avro_types import as_declaration, avro_semantic_type
+from kaudit.reconcile.avro_types import as_declaration, avro_semantic_type, avro_unread
 from kaudit.reconcile.formats.base import Decoded, ValueFormat
 
 if TYPE_CHECKING:
@@ -127,10 +127,15 @@ def with_value_kinds(request: ReconcileRequest) -> ReconcileRequest:
     ``value_types``, as JSON's wrapper schema names them, so the comparison knows them."""
     if request.avro is None:
         return request
-    found = {}
+    found, notes = {}, {}
     for name, avro_type in row_field_types(request.avro.reader.schema, request.value_fields(),
                                            request.envelope).items():
         if (semantic := avro_semantic_type(avro_type)) is not None:
             found[name] = semantic
+        elif (why := avro_unread(avro_type)) is not None:
+            notes[name] = why
     declared = as_declaration(found)
-    return replace(request, value_types=declared) if declared else request
+    if not (declared or notes):
+        return request
+    return replace(request, value_types=declared or request.value_types,
+                   type_notes=request.type_notes | notes)

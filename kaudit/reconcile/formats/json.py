@@ -28,7 +28,7 @@ from kaudit.reconcile.formats.base import Decoded, ValueFormat
 from kaudit.reconcile.hints import field_values
 from kaudit.reconcile.infer import field_paths, not_objects
 from kaudit.reconcile.kinds import Kind, json_number_type, kind_of
-from kaudit.reconcile.semantic import semantic_fields
+from kaudit.reconcile.semantic import semantic_fields, unread_fields
 
 if TYPE_CHECKING:
     from kaudit.connection.settings import ConnectionSettings
@@ -110,7 +110,12 @@ def with_value_types(request: ReconcileRequest,
     found = semantic_fields(schema, request.envelope)
     items = [f"`{n}` {found[n].ddl} {found[n].encoding or ''}".rstrip()
              for n in wanted if n in found]
-    return replace(request, value_types=", ".join(items)) if items else request
+    unread = unread_fields(schema, request.envelope)
+    notes = {n: unread[n] for n in wanted if n in unread}
+    if not (items or notes):
+        return request
+    return replace(request, value_types=", ".join(items) or request.value_types,
+                   type_notes=request.type_notes | notes)
 
 
 def _schema_types(ddl: str) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from kaudit.reconcile.declared import Encoding, parse_declaration
@@ -61,7 +63,8 @@ def test_each_semantic_type_is_read_as_its_schema_names_it() -> None:
 
 def test_types_spark_cannot_hold_are_left_to_the_sink_with_the_reason() -> None:
     unread = unread_fields(event_schema(), "debezium")
-    assert unread == {"zt": "a time of day with an offset: no sink type holds one alike"}
+    assert unread == {"zt": "io.debezium.time.ZonedTime: a time of day with an offset: no sink "
+                            "type holds one alike; compared as the sink column's type"}
 
 
 def request(**kwargs: Any) -> ReconcileRequest:
@@ -78,6 +81,33 @@ def test_the_first_wrapped_sample_gives_the_wanted_fields_types_as_a_declaration
     assert declared.names == ("id", "amount", "created_at", "where.on")
     assert declared.encodings == {"amount": Encoding.BASE64, "created_at": Encoding.MICROS,
                                   "where.on": Encoding.DAYS}
+
+
+def test_a_wanted_field_of_a_type_not_read_carries_the_reason_to_the_report() -> None:
+    """ZonedTime is left to the sink column's type, and the report's fields say why; a
+    field not compared gets no note."""
+    wrapped = json.dumps({"schema": event_schema(), "payload": {"op": "c"}})
+    wanted = replace(request(envelope="debezium"), compare=("amount", "zt"))
+    assert with_value_types(wanted, [wrapped]).type_notes == {
+        "zt": "io.debezium.time.ZonedTime: a time of day with an offset: no sink type holds "
+              "one alike; compared as the sink column's type"}
+    assert with_value_types(request(envelope="debezium"), [wrapped]).type_notes == {}
+
+
+def test_an_avro_field_of_a_type_not_read_carries_the_reason_too(tmp_path: Path) -> None:
+    from kaudit.reconcile.avro_schemas import load_schemas
+    from kaudit.reconcile.formats.avro import with_value_kinds
+
+    schema = {"type": "record", "name": "V", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "zt", "type": {"type": "string", "connect.name": "io.debezium.time.ZonedTime"}},
+        {"name": "doc", "type": {"type": "string", "connect.name": "io.debezium.data.Json"}}]}
+    (tmp_path / "v.avsc").write_text(json.dumps(schema))
+    found = with_value_kinds(replace(request(), compare=("zt", "doc"), value_format="avro-plain",
+                                     avro=load_schemas(tmp_path / "v.avsc", framed=False)))
+    assert found.value_types == "`doc` JSON"
+    assert list(found.type_notes) == ["zt"]
+    assert found.type_notes["zt"].startswith("io.debezium.time.ZonedTime: a time of day")
 
 
 def test_schema_declarations_win_and_bare_values_say_nothing() -> None:

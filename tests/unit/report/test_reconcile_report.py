@@ -28,23 +28,31 @@ def result() -> ReconcileResult:
             "difference": "character 5: topic U+00A0 NO-BREAK SPACE, sink U+0020 SPACE"}]},
         output_files=[], seconds=1.0,
         fields=[FieldTypes("amount", "decimal(38,18)", "decimal(12,2)", "decimal(38,18)"),
-                FieldTypes("street", "string", "string", "text")])
+                FieldTypes("street", "string", "string", "text"),
+                FieldTypes("opens", "string", "string", "text",
+                           "io.debezium.time.ZonedTime: a time of day with an offset: no sink "
+                           "type holds one alike; compared as the sink column's type")])
 
 
 def test_json_lists_each_columns_types_and_the_samples_difference() -> None:
     doc = json.loads(render(RECONCILE, result(), "json"))
     assert doc["fields"] == [
         {"column": "amount", "topic_type": "decimal(38,18)", "sink_type": "decimal(12,2)",
-         "compared_as": "decimal(38,18)"},
+         "compared_as": "decimal(38,18)", "note": None},
         {"column": "street", "topic_type": "string", "sink_type": "string",
-         "compared_as": "text"}]
+         "compared_as": "text", "note": None},
+        {"column": "opens", "topic_type": "string", "sink_type": "string",
+         "compared_as": "text", "note": "io.debezium.time.ZonedTime: a time of day with an "
+         "offset: no sink type holds one alike; compared as the sink column's type"}]
     assert doc["samples"]["mismatched"][0]["difference"].startswith("character 5: ")
 
 
 def test_the_table_has_a_line_per_column_and_one_per_look_alike() -> None:
     text = render(RECONCILE, result(), "table")
-    assert "amount: topic decimal(38,18), sink decimal(12,2), compared as decimal(38,18)" \
+    assert "amount: topic decimal(38,18), sink decimal(12,2), compared as decimal(38,18)\n" \
         in text
+    assert ("opens: topic string, sink string, compared as text (io.debezium.time.ZonedTime: "
+            "a time of day with an offset") in text
     assert ("key 7, street: the values look alike and differ at character 5: topic U+00A0 "
             "NO-BREAK SPACE, sink U+0020 SPACE") in text
 
