@@ -65,6 +65,21 @@ class KauditGroup(Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             raise Interrupted from None
+        except SystemError as exc:
+            # Ctrl-C inside a C extension's call (librdkafka's admin client): it returns
+            # with the KeyboardInterrupt pending, and Python raises this in its place.
+            if _caused_by_interrupt(exc):
+                raise Interrupted from None
+            raise
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def commands(command: Command) -> Iterator[Command]:

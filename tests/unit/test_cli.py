@@ -469,3 +469,31 @@ def test_lab_up_says_what_a_lab_of_many_brokers_asks_of_the_machine(tmp_path: Pa
     few = run_in_process("lab", "up", "--brokers", "9", "--kafka-home", str(tmp_path),
                          "--state-dir", str(tmp_path / "lab"))
     assert "warning" not in few.stderr and few.code == 2
+
+
+def test_ctrl_c_inside_a_c_extensions_call_is_an_interrupt_too() -> None:
+    """librdkafka's admin calls return with Ctrl-C's KeyboardInterrupt pending, and Python
+    raises a SystemError caused by it: still "interrupted" (exit 130), not a bug; another
+    SystemError stays one."""
+    import typer
+
+    from kaudit.cli.root import Interrupted, KauditGroup
+
+    def c_call_interrupted() -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as pending:
+            raise SystemError("returned a result with an exception set") from pending
+
+    def broken() -> None:
+        raise SystemError("a bug")
+
+    app = typer.Typer(cls=KauditGroup)
+    app.command("hangs")(c_call_interrupted)
+    app.command("broken")(broken)
+    root = typer.main.get_command(app)
+    assert isinstance(root, KauditGroup)
+    with pytest.raises(Interrupted):
+        root.main(["hangs"], standalone_mode=False)
+    with pytest.raises(SystemError, match="a bug"):
+        root.main(["broken"], standalone_mode=False)
