@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kaudit.errors import InputError
 from kaudit.reconcile.avro_schemas import row_field_types
 from kaudit.reconcile.avro_types import as_declaration, avro_semantic_type, avro_unread
+from kaudit.reconcile.declared import parse_declaration
 from kaudit.reconcile.formats.base import Decoded, ValueFormat
 
 if TYPE_CHECKING:
@@ -127,15 +128,16 @@ def with_value_kinds(request: ReconcileRequest) -> ReconcileRequest:
     ``value_types``, as JSON's wrapper schema names them, so the comparison knows them."""
     if request.avro is None:
         return request
+    declared = parse_declaration(request.schema).names if request.schema else ()
     found, notes = {}, {}
     for name, avro_type in row_field_types(request.avro.reader.schema, request.value_fields(),
                                            request.envelope).items():
         if (semantic := avro_semantic_type(avro_type)) is not None:
             found[name] = semantic
-        elif (why := avro_unread(avro_type)) is not None:
-            notes[name] = why
-    declared = as_declaration(found)
-    if not (declared or notes):
+        elif name not in declared and (why := avro_unread(avro_type)) is not None:
+            notes[name] = why  # a field --schema types is read as it says: no note
+    by_schema = as_declaration(found)
+    if not (by_schema or notes):
         return request
-    return replace(request, value_types=declared or request.value_types,
+    return replace(request, value_types=by_schema or request.value_types,
                    type_notes=request.type_notes | notes)

@@ -108,6 +108,10 @@ def test_an_avro_field_of_a_type_not_read_carries_the_reason_too(tmp_path: Path)
     assert found.value_types == "`doc` JSON"
     assert list(found.type_notes) == ["zt"]
     assert found.type_notes["zt"].startswith("io.debezium.time.ZonedTime: a time of day")
+    typed = with_value_kinds(replace(request(), compare=("zt",), value_format="avro-plain",
+                                     schema="zt STRING",
+                                     avro=load_schemas(tmp_path / "v.avsc", framed=False)))
+    assert typed.type_notes == {}  # --schema says how it is read
 
 
 def test_schema_declarations_win_and_bare_values_say_nothing() -> None:
