@@ -199,49 +199,51 @@ def test_every_kind_against_postgresql(lab: Lab, topics: dict[str, str], table: 
     assert_every_cell(doc, CELLS, fmt)
 
 
+def _held_rows(local_spark: Any) -> tuple[list[Cell], Any]:
+    """The cells a Spark-written file or table holds, and the sink's rows of them."""
+    held = [c for c in CELLS if c.parquet is not None]
+    ddl = "id BIGINT, " + ", ".join(f"{c.column} {c.parquet}" for c in held)
+    return held, local_spark.createDataFrame(
+        [(row, *(sink_value(c, row) for c in held)) for row in range(len(CELLS) + 1)], ddl)
+
+
+def _reconcile_held(lab: Lab, topic: str, fmt: str, held: list[Cell], *sink: str
+                    ) -> dict[str, Any]:
+    envelope = {"plain": "none"}.get(fmt, fmt)
+    code, doc, stderr = reconcile(
+        lab, "--topic", topic, *sink, "--envelope", envelope, "--mode", "upsert", "--key",
+        "id", "--compare", ",".join(c.column for c in held), "--samples", "20")
+    assert code == 1, stderr
+    assert_every_cell(doc, held, fmt)
+    return doc
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_kind_parquet_holds_against_parquet(lab: Lab, topics: dict[str, str],
                                                   local_spark: Any, fmt: str,
                                                   tmp_path: Path) -> None:
-    held = [c for c in CELLS if c.parquet is not None]
+    held, rows = _held_rows(local_spark)
     assert {c.column for c in CELLS} - {c.column for c in held} == set(NOT_HELD)
-    ddl = "id BIGINT, " + ", ".join(f"{c.column} {c.parquet}" for c in held)
     sink = tmp_path / "matrix.parquet"
-    local_spark.createDataFrame(
-        [(row, *(sink_value(c, row) for c in held)) for row in range(len(CELLS) + 1)],
-        ddl).coalesce(1).write.parquet(str(sink))
-    envelope = {"plain": "none"}.get(fmt, fmt)
-    code, doc, stderr = reconcile(
-        lab, "--topic", topics[fmt], "--sink", f"parquet:{sink}", "--envelope", envelope,
-        "--mode", "upsert", "--key", "id", "--compare", ",".join(c.column for c in held),
-        "--samples", "20")
-    assert code == 1, stderr
-    assert_every_cell(doc, held, fmt)
+    rows.coalesce(1).write.parquet(str(sink))
+    _reconcile_held(lab, topics[fmt], fmt, held, "--sink", f"parquet:{sink}")
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_kind_iceberg_holds_against_iceberg(lab: Lab, topics: dict[str, str],
                                                   local_spark: Any, fmt: str,
                                                   tmp_path: Path) -> None:
-    held = [c for c in CELLS if c.parquet is not None]
     warehouse = tmp_path / "warehouse"
     table = f"matrix.types.t_{fmt}"
     for key, value in (("", "org.apache.iceberg.spark.SparkCatalog"), (".type", "hadoop"),
                        (".warehouse", str(warehouse))):
         local_spark.conf.set(f"spark.sql.catalog.matrix{key}", value)
-    ddl = "id BIGINT, " + ", ".join(f"{c.column} {c.parquet}" for c in held)
-    local_spark.createDataFrame(
-        [(row, *(sink_value(c, row) for c in held)) for row in range(len(CELLS) + 1)],
-        ddl).writeTo(table).create()
-    envelope = {"plain": "none"}.get(fmt, fmt)
-    code, doc, stderr = reconcile(
-        lab, "--topic", topics[fmt], "--sink", f"iceberg:{table}", "--sink-option",
-        "type=hadoop", "--sink-option", f"warehouse={warehouse}", "--envelope", envelope,
-        "--mode", "upsert", "--key", "id", "--compare", ",".join(c.column for c in held),
-        "--samples", "20")
-    assert code == 1, stderr
+    held, rows = _held_rows(local_spark)
+    rows.writeTo(table).create()
+    doc = _reconcile_held(lab, topics[fmt], fmt, held, "--sink", f"iceberg:{table}",
+                          "--sink-option", "type=hadoop",
+                          "--sink-option", f"warehouse={warehouse}")
     assert doc["sink"]["kind"] == "iceberg" and doc["sink"]["snapshot_id"] is not None
-    assert_every_cell(doc, held, fmt)
     # Iceberg's own column types, as its table says them (the report's sink_type is Spark's).
     iceberg_types = {f.name: f.dataType.simpleString()
                      for f in local_spark.table(table).schema.fields}
