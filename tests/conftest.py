@@ -262,6 +262,16 @@ def heal_lab(lab: Lab) -> tuple[list[str], list[str]]:
 
 
 @pytest.fixture(scope="session")
+def schema_registry() -> Iterator[object]:
+    """One private Schema Registry (Apicurio) for the run, started on first use: the
+    registry tests read from it and the lab's Connect worker writes to it."""
+    from tests.registry import running_registry
+
+    with running_registry() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def local_spark() -> Iterator[Any]:
     """One local Spark, started as `kaudit reconcile` starts its own (same jars and settings),
     for the whole run: in-process reconcile runs (:func:`run_in_process`) use it instead of

@@ -41,6 +41,11 @@ class SchemaRegistry:
         """The Confluent-compatible API's base URL."""
         return f"http://127.0.0.1:{self.port}/apis/ccompat/v7"
 
+    @property
+    def v2_url(self) -> str:
+        """Apicurio's own v2 API, which its Kafka Connect converter (2.x) speaks."""
+        return f"http://127.0.0.1:{self.port}/apis/registry/v2"
+
     def register(self, subject: str, schema: Any) -> int:
         """Register an Avro schema under ``subject``; the schema id the registry gives."""
         body = json.dumps({"schema": json.dumps(schema)}).encode()

@@ -8,9 +8,11 @@ lists the connectors. Its config, offset and status topics live on the lab's bro
 restarted worker resumes its connectors where their committed offsets say.
 
 Plugins (each a directory of its own on ``plugin.path``, resolved with its runtime
-dependencies): Debezium's PostgreSQL source and JDBC sink, and Apache Iceberg's sink with
+dependencies): Debezium's PostgreSQL source and JDBC sink, Apache Iceberg's sink with
 its transforms, Parquet and the shaded Hadoop client a local Hadoop catalog needs (Iceberg
-publishes no plugin bundle on Maven Central).
+publishes no plugin bundle on Maven Central), and Apicurio Registry's Avro converter (a
+schema registry's converter for Connect that Maven Central publishes; Confluent's is not
+there).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,9 @@ DEBEZIUM_JDBC = "3.4.0.Final"
 ICEBERG = "1.10.1"
 """1.10.0 on Maven Central lacks iceberg-kafka-connect-events, which its connector needs."""
 HADOOP_CLIENT = "3.4.1"
+APICURIO_CONVERTER = "2.6.13.Final"
+"""The newest Apicurio converter whose dependencies all resolve from Maven Central (3.x's
+parent POMs are not all there); it speaks the v2 API that registries 2.x and 3.x serve."""
 
 PLUGINS: dict[str, list[tuple[str, str, str]]] = {
     f"debezium-postgres-{DEBEZIUM_POSTGRES}": [
@@ -53,6 +59,8 @@ PLUGINS: dict[str, list[tuple[str, str, str]]] = {
         ("org.apache.iceberg", "iceberg-parquet", ICEBERG),
         ("org.apache.hadoop", "hadoop-client-api", HADOOP_CLIENT),
         ("org.apache.hadoop", "hadoop-client-runtime", HADOOP_CLIENT)],
+    f"apicurio-converter-{APICURIO_CONVERTER}": [
+        ("io.apicurio", "apicurio-registry-utils-converter", APICURIO_CONVERTER)],
 }
 """Plugin directory -> the artifacts resolved into it."""
 
@@ -71,7 +79,15 @@ _JACKSON = ("jackson-core", "jackson-databind", "jackson-annotations")
 
 _MARKERS = {"debezium-postgres": "debezium-connector-postgres-*.jar",
             "debezium-jdbc": "debezium-connector-jdbc-*.jar",
-            "iceberg": "iceberg-kafka-connect-[0-9]*.jar"}
+            "iceberg": "iceberg-kafka-connect-[0-9]*.jar",
+            "apicurio-converter": "apicurio-registry-utils-converter-*.jar"}
+
+_MANIFESTS = {"apicurio-converter": {
+    "org.apache.kafka.connect.storage.Converter": [
+        "io.apicurio.registry.utils.converter.AvroConverter"]}}
+"""ServiceLoader manifests a plugin's jars lack (the worker discovers plugins by them, see
+``plugin.discovery``): written into a jar of their own, as Kafka's ``connect-plugin-path
+sync-manifests`` writes them."""
 
 
 def connect_classpath(kafka_version: str) -> str:
@@ -93,8 +109,21 @@ def plugin_path() -> list[Path]:
         # parent class loader) and fails with "not a subtype".
         libs = resolve_jars(f"connect-plugins/{name}", artifacts, what=f"the {name} plugin",
                             marker=_MARKERS[kind], exclude=_JACKSON)
+        if kind in _MANIFESTS:
+            _write_manifests(libs / "kaudit-lab-manifests.jar", _MANIFESTS[kind])
         paths.append(libs.parent)
     return paths
+
+
+def _write_manifests(jar: Path, services: dict[str, list[str]]) -> None:
+    """A jar of ``services`` manifests, written once (whole or not at all)."""
+    if jar.is_file():
+        return
+    partial = jar.with_name(f"{jar.name}.{os.getpid()}.partial")
+    with zipfile.ZipFile(partial, "w") as archive:
+        for service, classes in services.items():
+            archive.writestr(f"META-INF/services/{service}", "".join(f"{c}\n" for c in classes))
+    partial.replace(jar)
 
 
 def worker_properties(state: LabState, port: int, plugins: list[Path],

@@ -33,6 +33,7 @@ from tests.integration.test_lab import admin
 from tests.integration.test_pipeline_jdbc import sink_args
 from tests.integration.test_reconcile import reconcile
 from tests.pg import Postgres
+from tests.registry import SchemaRegistry
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.usefixtures("local_spark")]
 
@@ -200,6 +201,32 @@ def end_offsets(lab: Lab, topic: str) -> int:
 
 def test_debezium_defaults_every_type_equal_to_the_table_and_each_cell_changed_found(
         lab: Lab, worker: LabNode, postgres: Postgres, tmp_path: Path) -> None:
+    typed_pipeline(lab, worker, postgres, tmp_path, {}, [])
+
+
+def test_debezium_defaults_in_avro_through_apicurios_converter_equal_and_each_change_found(
+        lab: Lab, worker: LabNode, postgres: Postgres, schema_registry: SchemaRegistry,
+        tmp_path: Path) -> None:
+    """The same pipeline with keys and values in Avro, written by Apicurio's converter in
+    Confluent's wire format (a 4-byte content id) and registered under TOPIC-key and
+    TOPIC-value: the types come from the schemas Debezium's events carry."""
+    registry, converters = schema_registry, {}
+    for side in ("key", "value"):
+        converters |= {f"{side}.converter": "io.apicurio.registry.utils.converter.AvroConverter",
+                       f"{side}.converter.apicurio.registry.url": registry.v2_url,
+                       f"{side}.converter.apicurio.registry.auto-register": "true",
+                       f"{side}.converter.apicurio.registry.headers.enabled": "false",
+                       f"{side}.converter.apicurio.registry.as-confluent": "true",
+                       f"{side}.converter.apicurio.registry.use-id": "contentId"}
+    typed_pipeline(lab, worker, postgres, tmp_path, converters,
+                   ["--value-format", "avro", "--key-format", "avro",
+                    "--schema-registry", registry.url])
+
+
+def typed_pipeline(lab: Lab, worker: LabNode, postgres: Postgres, tmp_path: Path,
+                   converters: dict[str, str], decoding: list[str]) -> None:
+    """Debezium's source with its defaults (and ``converters``) on a table of every common
+    type, read with ``decoding``: equal to the table, and each changed cell found."""
     suffix = uuid.uuid4().hex[:6]
     source, prefix = f"typed_{suffix}", f"typed{suffix}"
     topic = f"{prefix}.public.{source}"
@@ -217,7 +244,7 @@ def test_debezium_defaults_every_type_equal_to_the_table_and_each_cell_changed_f
         "table.include.list": f"public.{source}",
         "topic.creation.default.replication.factor": "3",
         "topic.creation.default.partitions": "1",
-    })
+    } | converters)
     try:
         wait_until(lambda: end_offsets(lab, topic) >= 32, 120, "the snapshot's 32 events")
         # Changes after the snapshot: updates, deletes (an event and a tombstone each),
@@ -230,7 +257,7 @@ def test_debezium_defaults_every_type_equal_to_the_table_and_each_cell_changed_f
         wait_until(lambda: end_offsets(lab, topic) >= 32 + 6 + 4 + 2, 120, "the changes' events")
         delete_connector(worker, name)
         common = ["--topic", topic, "--envelope", "debezium", "--key", "id",
-                  "--compare", ",".join(TYPED_COLUMNS), "--samples", "20"]
+                  "--compare", ",".join(TYPED_COLUMNS), "--samples", "20", *decoding]
         code, doc, stderr = reconcile(lab, *common, *sink_args(postgres, source, tmp_path))
         assert code == 0, json.dumps([doc.get("counts"), doc.get("samples"), stderr])
         assert doc["counts"]["sink_rows"] == 32 - 2 + 2

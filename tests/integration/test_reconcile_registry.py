@@ -17,7 +17,7 @@ from tests.integration.test_lab import admin
 from tests.integration.test_reconcile import create_topic, reconcile
 from tests.integration.test_reconcile_avro import V1, V2, framed
 from tests.integration.test_reconcile_avro_keys import KEY, ids_of, region
-from tests.registry import SchemaRegistry, running_registry
+from tests.registry import SchemaRegistry
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.usefixtures("local_spark")]
 
@@ -29,9 +29,8 @@ SECRET = "registry-secret-pw"
 
 
 @pytest.fixture(scope="module")
-def registry() -> Iterator[SchemaRegistry]:
-    with running_registry() as server:
-        yield server
+def registry(schema_registry: SchemaRegistry) -> SchemaRegistry:
+    return schema_registry
 
 
 def order(i: int) -> dict[str, Any]:
