@@ -8,7 +8,8 @@ are checked against SQL truth computed here, and a sink row deleted by hand is f
 Then Debezium's source with its default settings (``decimal.handling.mode=precise``,
 ``time.precision.mode=adaptive``; JSON with schemas) on a table of every common column type:
 the events equal the source table with nothing declared, and a copy with one cell of each
-type changed by its smallest step is found cell by cell."""
+type changed by its smallest step is found cell by cell; then the same in Avro, written by
+Apicurio Registry's converter to the suite's registry."""
 
 from __future__ import annotations
 
