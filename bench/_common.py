@@ -30,6 +30,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+# The benchmark's own imports of kaudit come from this checkout too, as its child processes'
+# do (see kaudit_base), whatever kaudit is pip-installed (or none).
+if str(REPO) not in sys.path:
+    sys.path.insert(1, str(REPO))
 KAFKA_VERSION = "4.3.1"
 
 # How kafka-run-class.sh launches a tool when nothing is overridden
