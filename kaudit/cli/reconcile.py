@@ -20,6 +20,7 @@ from kaudit.report.output import choose_format, emit
 
 SINK = "Sink"
 MATCH = "Matching"
+PIPELINE = "Pipeline (why each discrepancy)"
 
 
 if TYPE_CHECKING:
@@ -163,12 +164,31 @@ def reconcile(
         metavar="JAR[,JAR]", help="Use these jars (Kafka connector, JDBC driver) instead "
                                   "of resolving them with mvn.")] = None,
     samples: Annotated[int, typer.Option(min=0, help="Samples shown per class.")] = 5,
+    connector: Annotated[str | None, typer.Option(
+        metavar="NAME", rich_help_panel=PIPELINE,
+        help="The Kafka Connect sink connector that writes the sink: each missing, "
+             "duplicated, extra or changed row is given its cause from the connector's "
+             "committed offsets, dead letter queue, tasks and restarts (needs "
+             "--connect-url).")] = None,
+    connect_url: Annotated[str | None, typer.Option(
+        metavar="URL", rich_help_panel=PIPELINE,
+        help="The Connect worker's REST API, e.g. http://connect:8083. Credentials in the "
+             "URL are never shown.")] = None,
+    sink_group: Annotated[str | None, typer.Option(
+        metavar="GROUP", rich_help_panel=PIPELINE,
+        help="The sink's consumer group [default: connect-NAME]; alone, for a sink written "
+             "by something else: its committed offsets only.")] = None,
+    status_topic: Annotated[str | None, typer.Option(
+        metavar="NAME", rich_help_panel=PIPELINE,
+        help="Connect's status topic (status.storage.topic), read for the tasks' restarts "
+             "[default: connect-status].")] = None,
     format: options.PageFormatOption = None,
     output: options.Output = None,
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
     """Compare a topic with its sink: missing, extra, duplicated and changed records."""
     from kaudit.connection.settings import parse_key_values
+    from kaudit.pipeline.read import PipelineSource
     from kaudit.reconcile import formats
     from kaudit.reconcile.avro_schemas import SchemaSource, key_schemas_for
     from kaudit.reconcile.classes import FAILING
@@ -177,6 +197,7 @@ def reconcile(
     from kaudit.report.reconcile import RECONCILE
 
     conn = connection.settings()
+    pipeline = PipelineSource.given(connector, connect_url, sink_group, status_topic)
     value_format = str(value_format)  # the registry's name, not the enum member
     source = SchemaSource.given(schema_registry, topic, conn.timeout,
                                 (value_format, key_format.value),
@@ -195,7 +216,8 @@ def reconcile(
         numeric_tolerance=tolerance, timestamp_precision=timestamp_precision.value,
         grace_seconds=grace, sink_options=parse_key_values(sink_option or [], "--sink-option"),
         output_dir=output_dir, csv=csv, master=master,
-        jars=[j for j in jars.split(",") if j] if jars else None, samples=samples)
+        jars=[j for j in jars.split(",") if j] if jars else None, samples=samples,
+        pipeline=pipeline)
     if sys.stderr.isatty():
         print("kaudit reconcile: reading both sides with Spark...", file=sys.stderr)
     result = run_reconcile(conn, request)

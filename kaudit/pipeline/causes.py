@@ -10,7 +10,7 @@ one of those says it; otherwise the cause is ``unknown``, with what was looked a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,9 @@ class PipelineEvidence:
     dead_letter_topic: str | None = None
     dead_letters: Mapping[tuple[int, int], DeadLetter] | None = None
     restarts: tuple[Restart, ...] | None = None
+    history_complete: bool = True
+    """False where the status topic's history may lack earlier restarts (compacted, or
+    read only up to a cap)."""
     added_by: Mapping[str, tuple[Snapshot, ...]] | None = None
     """Iceberg: per key, the snapshots that added each of its rows now in the table."""
     removed_by: Mapping[str, Snapshot] | None = None
@@ -182,3 +185,55 @@ def mismatched(latest: tuple[int, int] | None, ev: PipelineEvidence) -> Cause:
 def breakdown(causes: Iterable[Cause]) -> dict[str, int]:
     """How many discrepancies each cause explains, most first."""
     return dict(Counter(c.name for c in causes).most_common())
+
+
+@dataclass(frozen=True)
+class Discrepancy:
+    """One discrepancy reconcile found: its class, key and the topic record concerned
+    (where one is known), and that record's time (epoch ms) where it was read."""
+
+    cls: str
+    key: str | None
+    partition: int | None = None
+    offset: int | None = None
+    record_ms: int | None = None
+
+    def place(self) -> tuple[int, int] | None:
+        if self.partition is None or self.offset is None:
+            return None
+        return self.partition, self.offset
+
+
+def _missing(d: Discrepancy, ev: PipelineEvidence) -> Cause:
+    place = d.place()
+    if place is None:  # a missing record always names its place; unknown if it does not
+        return Cause(UNKNOWN, ev.looked_at())
+    return missing(place[0], place[1], d.key or "", ev)
+
+
+#: The classes a pipeline can explain, and how.
+EXPLAINED: dict[str, Callable[[Discrepancy, PipelineEvidence], Cause]] = {
+    "missing_in_sink": _missing,
+    "duplicated_in_sink": lambda d, ev: duplicated(d.key or "", d.record_ms, ev),
+    "extra_in_sink": lambda d, ev: extra(d.key or "", ev),
+    "mismatched": lambda d, ev: mismatched(d.place(), ev),
+}
+
+
+def cause_of(d: Discrepancy, ev: PipelineEvidence) -> Cause | None:
+    """``d``'s cause; None for a class no pipeline explains (e.g. undecodable)."""
+    explain = EXPLAINED.get(d.cls)
+    return None if explain is None else explain(d, ev)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What was read of the pipeline and how many discrepancies of each class each cause
+    explains (of the first ``classified`` of ``discrepancies``, when there were more)."""
+
+    source: Mapping[str, Any]
+    evidence: PipelineEvidence
+    causes: Mapping[str, Mapping[str, int]]
+    classified: int
+    discrepancies: int
+    bound_s: float

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.errors import InputError
-from kaudit.reconcile.registry import Registry, subject_schemas
+from kaudit.reconcile.registry import Registry, registry, subject_schemas
 
 AVRO_FORMATS = ("avro", "avro-plain")
 """Formats spark-avro decodes: Confluent's wire format, and a bare Avro body."""
@@ -113,7 +113,7 @@ class SchemaSource:
         if "avro" not in formats:
             raise InputError("--schema-registry holds the schemas of Confluent-framed Avro: "
                              "add --value-format avro or --key-format avro")
-        return cls(Registry.parse(url), topic, timeout, subjects)
+        return cls(registry(url), topic, timeout, subjects)
 
     def subject(self, side: str) -> str:
         """The subject that holds the ``side``'s (value or key) writer schemas."""

@@ -20,6 +20,7 @@ from kaudit.reconcile.canonical import canonical
 from kaudit.reconcile.classes import UNDECODABLE
 from kaudit.reconcile.decode import decode_topic
 from kaudit.reconcile.difference import add_differences
+from kaudit.reconcile.explain import PipelineRead, explain
 from kaudit.reconcile.formats import value_format
 from kaudit.reconcile.formats.base import joined_key
 from kaudit.reconcile.hints import refuse_misread
@@ -188,6 +189,9 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
             raise InputError(f"--jars {jar}: no such file")
     ranges = pin_offsets(conn, request.topic, request.start, request.end,
                          request.read_committed)
+    # The pipeline is read while Spark starts and compares (its own thread, bounded).
+    pipeline = (PipelineRead(conn, request.pipeline, request.topic, ranges)
+                if request.pipeline is not None else None)
     # A session this process already runs on the same master is used and left running.
     spark = running_session(request.master)
     owned = spark is None
@@ -204,7 +208,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
         request = value.check_sampled_fields(conn, request, ranges)
     try:
         sink_spec = pin_sink(spark, sink_spec)
-        return _compare_and_report(conn, request, spark, sink_spec, ranges, started)
+        return _compare_and_report(conn, request, spark, sink_spec, ranges, started, pipeline)
     finally:
         if owned:
             stop_session(spark)
@@ -212,7 +216,8 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
 
 def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spark: Any,
                         sink_spec: SinkSpec, ranges: list[OffsetRange],
-                        started: float) -> ReconcileResult:
+                        started: float, pipeline: PipelineRead | None = None
+                        ) -> ReconcileResult:
     import time
 
     from pyspark.sql import functions as F
@@ -271,11 +276,13 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     add_differences(samples)  # two texts that print alike: where they differ
     if request.envelope == "debezium":
         add_events(conn, request, samples, spark)
+    explanation = (explain(conn, request.topic, pipeline, comparison.discrepancies, samples)
+                   if pipeline is not None else None)
     result = ReconcileResult(
         request=request, sink=sink_spec, ranges=ranges, topic_records=topic_records,
         sink_rows=sink_rows, counts=counts, by_partition=comparison.counts_by_partition(),
         samples=samples, output_files=output_files,
-        seconds=time.monotonic() - started, fields=fields)
+        seconds=time.monotonic() - started, fields=fields, explanation=explanation)
     comparison.unpersist()
     return result
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kaudit.errors import InputError
+from kaudit.pipeline.causes import Explanation
+from kaudit.pipeline.read import PipelineSource
 from kaudit.reconcile.avro_schemas import AvroSchemas, record_fields
 from kaudit.reconcile.classes import FAILING, KAFKA_KEY
 from kaudit.reconcile.declared import parse_declaration
@@ -58,6 +60,9 @@ class ReconcileRequest:
     master: str = "local[*]"
     jars: list[str] | None = None
     samples: int = 5
+    pipeline: PipelineSource | None = None
+    """The pipeline that feeds the sink (``--connector``, ``--sink-group``): read to give
+    each discrepancy its cause; None: causes are not looked for."""
 
     def check(self) -> None:
         """Usage errors the options alone show (exit 2), found before anything is read."""
@@ -147,6 +152,8 @@ class ReconcileResult:
     seconds: float
     fields: list[FieldTypes] = field(default_factory=list)
     """Each compared column's types, in --compare's order."""
+    explanation: Explanation | None = None
+    """Each discrepancy's cause, from the pipeline (None when none was named)."""
 
     @property
     def verdict(self) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from tabulate import tabulate
 
+from kaudit.pipeline.causes import Explanation
 from kaudit.reconcile.avro_schemas import AvroSchemas
 from kaudit.reconcile.classes import CLASSES
 from kaudit.reconcile.request import ReconcileResult
@@ -45,6 +47,13 @@ def reconcile_document(result: ReconcileResult) -> dict[str, Any]:
                    # offsets of the range that retention removed before the run
                    "unverifiable_offsets": int(result.counts.get("unverifiable_offsets", 0))},
         "partitions": {str(p): counts for p, counts in sorted(result.by_partition.items())},
+        # with --connector/--sink-group: per class, how many discrepancies each cause
+        # explains (null without); each sample of those classes has its "cause"
+        "causes": None if result.explanation is None else
+        {c: dict(n) for c, n in result.explanation.causes.items()},
+        # what was read of the pipeline, and what could not be, with why
+        "pipeline": None if result.explanation is None
+        else evidence_document(result.explanation),
         "samples": {c: rows for c, rows in result.samples.items() if rows},
         "output_files": result.output_files,
         "seconds": round(result.seconds, 3),
@@ -53,6 +62,26 @@ def reconcile_document(result: ReconcileResult) -> dict[str, Any]:
                         "--to": {str(x.partition): x.end for x in result.ranges},
                         **({"--sink-option": f"snapshot-id={result.sink.snapshot_id}"}
                            if result.sink.snapshot_id is not None else {})},
+    }
+
+
+def evidence_document(explained: Explanation) -> dict[str, Any]:
+    """What was read of the pipeline, as the report says it."""
+    ev = explained.evidence
+    return {
+        **explained.source,
+        "bound_seconds": explained.bound_s,
+        "committed_offsets": None if ev.committed is None
+        else {str(p): o for p, o in sorted(ev.committed.items())},
+        "tasks": None if ev.tasks is None else [asdict(t) for t in ev.tasks],
+        "errors_tolerance": "all" if ev.tolerates_errors else "none",
+        "dead_letter_topic": ev.dead_letter_topic,
+        "dead_letters": None if ev.dead_letters is None else len(ev.dead_letters),
+        "restarts": None if ev.restarts is None else [asdict(r) for r in ev.restarts],
+        "history_complete": ev.history_complete,
+        "unread": dict(ev.unread),
+        "classified": explained.classified,
+        "discrepancies": explained.discrepancies,
     }
 
 
@@ -93,6 +122,7 @@ def reconcile_table(result: ReconcileResult) -> str:
               for f in rec["fields"]]
     if rec["fields"]:
         lines.append("")
+    lines += _pipeline_lines(rec)
     for cls, rows in rec["samples"].items():
         shown = [(row.get("key"), row.get("partition"), row.get("offset"),
                   row.get("column") or "", row.get("topic_value") or "",
@@ -101,11 +131,35 @@ def reconcile_table(result: ReconcileResult) -> str:
                                                       "topic value", "sink value"])]
         lines += [f"  key {row.get('key')}, {row.get('column')}: the values look alike and "
                   f"differ at {row['difference']}" for row in rows if row.get("difference")]
+        lines += [f"  key {row.get('key')} at {row.get('partition')}:{row.get('offset')}: "
+                  f"{row['cause']['name']}: {row['cause']['evidence']}"
+                  for row in rows if row.get("cause")]
         lines.append("")
     for path in rec["output_files"]:
         lines.append(f"full discrepancy set: {path}")
     lines.append(f"verdict: {rec['verdict']}")
     return "\n".join(lines) + "\n"
+
+
+def _pipeline_lines(rec: dict[str, Any]) -> list[str]:
+    """The causes per class, and what was read of the pipeline (none without one)."""
+    pipe = rec["pipeline"]
+    if pipe is None:
+        return []
+    who = (f"connector {pipe['connector']} at {pipe['connect_url']}" if pipe["connector"]
+           else "the sink")
+    lines = [f"causes, from {who} (group {pipe['sink_group']}):"]
+    rows = [(cls, cause, n) for cls, found in rec["causes"].items()
+            for cause, n in found.items()]
+    lines += [tabulate(rows, headers=["class", "cause", "count"])] if rows else ["  none"]
+    if pipe["classified"] < pipe["discrepancies"]:
+        lines.append(f"  (the first {pipe['classified']:,} of {pipe['discrepancies']:,} "
+                     "discrepancies)")
+    if pipe["restarts"] is not None and not pipe["history_complete"]:
+        lines.append(f"  {pipe['status_topic']}: compacted or capped; earlier restarts may "
+                     "be gone")
+    lines += [f"  {what} unread: {why}" for what, why in pipe["unread"].items()]
+    return [*lines, ""]
 
 
 def reconcile_html(result: ReconcileResult) -> str:
@@ -116,10 +170,19 @@ def reconcile_html(result: ReconcileResult) -> str:
     classes = [c for c in CLASSES if doc["counts"].get(c)] or list(CLASSES[:1])
     rows = [(p, *doc["source"]["offsets"].get(p, ["-", "-"]),
              *(counts.get(c, 0) for c in classes)) for p, counts in doc["partitions"].items()]
+    sections = [("Per partition", html.table(["partition", "from offset", "to offset",
+                                               *classes], rows))]
+    if doc["causes"] is not None:
+        found = [(cls, cause, n) for cls, causes in doc["causes"].items()
+                 for cause, n in causes.items()]
+        shown = [(cls, s.get("key"), s.get("partition"), s.get("offset"), s["cause"]["name"],
+                  s["cause"]["evidence"]) for cls, samples in doc["samples"].items()
+                 for s in samples if s.get("cause")]
+        sections += [("Causes", html.table(["class", "cause", "count"], found)),
+                     ("Samples and their causes", html.table(
+                         ["class", "key", "partition", "offset", "cause", "evidence"], shown))]
     return html.page(f"kaudit reconcile: {doc['source']['topic']} -> {doc['sink']['uri']}",
-                     doc["verdict"], reconcile_table(result),
-                     [("Per partition", html.table(["partition", "from offset", "to offset",
-                                                    *classes], rows))])
+                     doc["verdict"], reconcile_table(result), sections)
 
 
 RECONCILE: Report[ReconcileResult] = Report(name="reconcile", document=reconcile_document,

@@ -116,3 +116,24 @@ def test_a_mismatch_whose_latest_record_is_not_delivered_yet_is_behind_not_wrong
 def test_the_breakdown_counts_each_cause_most_first() -> None:
     found = [Cause(c.SKIPPED, ""), Cause(c.DEAD_LETTERED, ""), Cause(c.DEAD_LETTERED, "")]
     assert list(c.breakdown(found).items()) == [(c.DEAD_LETTERED, 2), (c.SKIPPED, 1)]
+
+
+def test_each_class_a_pipeline_explains_goes_to_its_own_cause_and_others_to_none() -> None:
+    ev = evidence(restarts=(Restart(0, 5_000),))
+    assert c.cause_of(c.Discrepancy("missing_in_sink", "k5", 0, 5), ev).name == c.DEAD_LETTERED
+    assert c.cause_of(c.Discrepancy("missing_in_sink", "k", 0, 12), ev).name == \
+        c.NOT_YET_DELIVERED
+    # Written before the restart: redelivered; written after it: no restart explains it.
+    assert c.cause_of(c.Discrepancy("duplicated_in_sink", "k", 0, 3, 4_000), ev).name == \
+        c.REDELIVERED
+    assert c.cause_of(c.Discrepancy("duplicated_in_sink", "k", 0, 3, 6_000), ev).name == \
+        c.UNKNOWN
+    assert c.cause_of(c.Discrepancy("extra_in_sink", "k"), ev).name == c.UNKNOWN
+    assert c.cause_of(c.Discrepancy("mismatched", "k", 0, 11), ev).name == \
+        c.NOT_YET_DELIVERED
+    assert c.cause_of(c.Discrepancy("undecodable", None, 0, 1), ev) is None
+
+
+def test_a_missing_row_without_its_place_is_unknown_not_guessed() -> None:
+    cause = c.cause_of(c.Discrepancy("missing_in_sink", "k"), evidence())
+    assert cause is not None and cause.name == c.UNKNOWN

@@ -8,20 +8,20 @@ import pytest
 
 from kaudit.connection.redact import MASK, redact
 from kaudit.errors import InputError
-from kaudit.reconcile.registry import Registry
+from kaudit.reconcile.registry import registry as parse_registry
 
 
 def test_credentials_leave_the_url_for_the_authorization_header() -> None:
-    registry = Registry.parse("https://ops%40shop:p%3Ass@registry.example:8081/apis/ccompat/v7/")
+    registry = parse_registry("https://ops%40shop:p%3Ass@registry.example:8081/apis/ccompat/v7/")
     assert registry.base == "https://registry.example:8081/apis/ccompat/v7"
     assert registry.authorization == "Basic " + base64.b64encode(b"ops@shop:p:ss").decode()
     assert "p:ss" not in repr(registry) and "cDpzc" not in repr(registry)
-    assert Registry.parse("http://127.0.0.1:8081").authorization is None
+    assert parse_registry("http://127.0.0.1:8081").authorization is None
 
 
 def test_a_url_that_is_not_http_is_one_line_without_its_credentials() -> None:
     with pytest.raises(InputError) as err:
-        Registry.parse("ftp://ops:secret@host/")
+        parse_registry("ftp://ops:secret@host/")
     assert err.value.message == "--schema-registry the URL given: not an http(s) URL"
 
 
@@ -33,12 +33,12 @@ def test_a_url_that_is_not_http_is_one_line_without_its_credentials() -> None:
 def test_a_url_that_does_not_parse_is_one_line_without_its_credentials(url: str,
                                                                       why: str) -> None:
     with pytest.raises(InputError) as err:
-        Registry.parse(url)
+        parse_registry(url)
     shown = "the URL given" if "@" in url else url
     assert err.value.message == f"--schema-registry {shown}: not a URL ({why})"
 
 
 def test_an_ipv6_registry_keeps_its_brackets_and_its_password_is_masked() -> None:
-    registry = Registry.parse("http://ops:s3cr%2Ft@[::1]:8081/apis/ccompat/v7")
+    registry = parse_registry("http://ops:s3cr%2Ft@[::1]:8081/apis/ccompat/v7")
     assert registry.base == "http://[::1]:8081/apis/ccompat/v7"
     assert redact("401 for s3cr/t (s3cr%2Ft)") == f"401 for {MASK} ({MASK})"
