@@ -123,15 +123,22 @@ def missing(partition: int, offset: int, key: str, ev: PipelineEvidence) -> Caus
     position = ev.committed[partition]
     if offset >= position:
         return _not_yet_delivered(partition, position, ev)
-    if ev.tolerates_errors and not ev.dead_letter_topic:
-        why = ("errors.tolerance=all without a dead letter queue: a record that failed was "
-               "dropped without a trace")
-    else:
-        why = "not in the dead letter queue" if ev.dead_letters is not None else \
-            "the dead letter queue was not read"
     return Cause(SKIPPED, f"below the committed offset {position} of partition {partition}: "
-                          f"the connector moved past it ({why})",
+                          f"the connector moved past it ({_not_dead_lettered(ev)}); a row "
+                          "deleted from the sink since would look the same",
                  {"committed": position})
+
+
+def _not_dead_lettered(ev: PipelineEvidence) -> str:
+    """Why a record the connector moved past is not in a dead letter queue."""
+    if ev.dead_letter_topic is None:
+        if ev.tolerates_errors:
+            return ("errors.tolerance=all without a dead letter queue: a record that failed "
+                    "was dropped without a trace")
+        return "the connector has no dead letter queue"
+    if ev.dead_letters is None:
+        return f"the dead letter queue {ev.dead_letter_topic} was not read"
+    return f"not in the dead letter queue {ev.dead_letter_topic}"
 
 
 def _not_yet_delivered(partition: int, position: int, ev: PipelineEvidence) -> Cause:

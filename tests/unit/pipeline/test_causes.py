@@ -60,7 +60,9 @@ def test_below_the_committed_offset_and_not_dead_lettered_is_skipped() -> None:
     assert silent.name == c.SKIPPED
     assert "errors.tolerance=all without a dead letter queue" in silent.evidence
     unread = c.missing(0, 3, "k", evidence(dead_letters=None))
-    assert "the dead letter queue was not read" in unread.evidence
+    assert "the dead letter queue dlq was not read" in unread.evidence
+    none = c.missing(0, 3, "k", evidence(dead_letter_topic=None, dead_letters={}))
+    assert "the connector has no dead letter queue" in none.evidence
 
 
 def test_a_row_an_earlier_snapshot_had_is_deleted_in_sink_by_the_snapshot_that_removed_it(
