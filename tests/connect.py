@@ -65,6 +65,20 @@ def connect_worker(lab: Lab, settings: dict[str, str] | None = None) -> Iterator
             future.result(60)
 
 
+def status_topic(node: LabNode) -> str:
+    """The worker's status topic (each module's worker has its own)."""
+    for line in (Path(node.directory) / "worker.properties").read_text().splitlines():
+        if line.startswith("status.storage.topic="):
+            return line.split("=", 1)[1].strip()
+    raise AssertionError("the worker has no status.storage.topic")
+
+
+def pipeline_args(node: LabNode, name: str) -> list[str]:
+    """reconcile's options that name connector ``name`` on the worker ``node``."""
+    return ["--connector", name, "--connect-url", f"http://127.0.0.1:{node.port}",
+            "--status-topic", status_topic(node)]
+
+
 def worker_node(lab: Lab) -> LabNode:
     return LabState.load(Path(lab.state_dir)).node(CONNECT_ID)
 

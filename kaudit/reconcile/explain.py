@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from kaudit.connection.settings import ConnectionSettings
@@ -54,8 +56,14 @@ class PipelineRead:
         return self._found[0]
 
 
+#: An Iceberg sink's history of the keys whose rows are there (duplicated, extra) and of
+#: those whose rows are not (missing): :func:`kaudit.reconcile.table_history.table_history`.
+HistoryOf = Callable[[set[str], set[str]], Any]
+
+
 def explain(conn: ConnectionSettings, topic: str, read: PipelineRead, discrepancies: Any,
-            samples: dict[str, list[dict[str, Any]]]) -> Explanation:
+            samples: dict[str, list[dict[str, Any]]],
+            history_of: HistoryOf | None = None) -> Explanation:
     """Every discrepancy's cause counted per class, and each sample's cause added to it
     (``cause``: name, evidence and the evidence's fields)."""
     from pyspark.sql import functions as F
@@ -66,6 +74,8 @@ def explain(conn: ConnectionSettings, topic: str, read: PipelineRead, discrepanc
     rows = [Discrepancy(r["class"], r["key"], r["partition"], r["offset"])
             for r in wanted.limit(CLASSIFY_CAP).toLocalIterator()]
     total = wanted.count() if len(rows) >= CLASSIFY_CAP else len(rows)
+    if history_of is not None:
+        evidence = _with_history(evidence, history_of, rows)
     sampled = [_discrepancy(cls, s) for cls, shown in samples.items() if cls in EXPLAINED
                for s in shown]
     times = _times(conn, topic, [*rows, *sampled], evidence, read.bound)
@@ -79,6 +89,19 @@ def explain(conn: ConnectionSettings, topic: str, read: PipelineRead, discrepanc
     return Explanation(source=read.source.describe(), evidence=evidence,
                        causes={c: dict(n.most_common()) for c, n in counts.items()},
                        classified=len(rows), discrepancies=total, bound_s=read.bound)
+
+
+def _with_history(evidence: PipelineEvidence, history_of: HistoryOf,
+                  rows: list[Discrepancy]) -> PipelineEvidence:
+    """The evidence with the table's history of the flagged keys, or with why it is unread."""
+    present = {d.key or "" for d in rows if d.cls in ("duplicated_in_sink", "extra_in_sink")}
+    absent = {d.key or "" for d in rows if d.cls == "missing_in_sink"}
+    try:
+        found = history_of(present, absent)
+    except Exception as exc:
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return replace(evidence, unread={**evidence.unread, "table snapshots": why[:300]})
+    return replace(evidence, added_by=found.added_by, removed_by=found.removed_by)
 
 
 def _discrepancy(cls: str, sample: dict[str, Any]) -> Discrepancy:

@@ -41,6 +41,7 @@ from kaudit.reconcile.source import (
     read_topic,
     values_at,
 )
+from kaudit.reconcile.table_history import table_history
 
 
 def read_types(request: ReconcileRequest, sink: Any) -> dict[str, Any]:
@@ -276,8 +277,13 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
     add_differences(samples)  # two texts that print alike: where they differ
     if request.envelope == "debezium":
         add_events(conn, request, samples, spark)
-    explanation = (explain(conn, request.topic, pipeline, comparison.discrepancies, samples)
-                   if pipeline is not None else None)
+    explanation = None
+    if pipeline is not None:
+        history_of = ((lambda present, absent: table_history(spark, sink_spec, request,
+                                                             present, absent))
+                      if sink_spec.kind == "iceberg" else None)
+        explanation = explain(conn, request.topic, pipeline, comparison.discrepancies,
+                              samples, history_of)
     result = ReconcileResult(
         request=request, sink=sink_spec, ranges=ranges, topic_records=topic_records,
         sink_rows=sink_rows, counts=counts, by_partition=comparison.counts_by_partition(),

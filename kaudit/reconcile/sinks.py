@@ -138,7 +138,7 @@ def pin_sink(spark: Any, sink: SinkSpec) -> SinkSpec:
         return sink
     try:
         # The main branch's head is the table's current snapshot; none on an empty table.
-        refs = spark.sql(f"SELECT snapshot_id FROM {_quoted(sink.location)}.refs "
+        refs = spark.sql(f"SELECT snapshot_id FROM {quoted(sink.location)}.refs "
                          "WHERE name = 'main'").collect()
     except Exception as exc:
         raise _sink_error(sink, exc) from None
@@ -179,7 +179,7 @@ def _configure_catalog(spark: Any, sink: SinkSpec) -> None:
         spark.conf.set(f"{prefix}.{key}", value)
 
 
-def _quoted(name: str) -> str:
+def quoted(name: str) -> str:
     """CATALOG.DB.TABLE as Spark SQL identifiers (a backtick in a name is doubled)."""
     return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
 
@@ -188,7 +188,7 @@ def read_sink(spark: Any, sink: SinkSpec) -> Any:
     """A DataFrame over the sink (read lazily; only ever read)."""
     try:
         if sink.kind == "iceberg":
-            table = _quoted(sink.location)
+            table = quoted(sink.location)
             if sink.snapshot_id is None:  # an empty table: no snapshot to pin
                 return spark.table(table)
             return spark.sql(f"SELECT * FROM {table} VERSION AS OF {sink.snapshot_id}")

@@ -63,6 +63,20 @@ def table_rows(spark: Any, warehouse: Path, table: str) -> list[Any]:
     return frame.select("_kafka_metadata_partition", "_kafka_metadata_offset").collect()
 
 
+def commit_a_file_again(spark: Any, warehouse: Path, table: str) -> tuple[set[int], int]:
+    """One of the table's data files appended again by Iceberg's own API (a fast append
+    checks for no duplicate): the ids it holds, and the snapshot that added it again."""
+    jvm = spark._jvm
+    tables = jvm.org.apache.iceberg.hadoop.HadoopTables(spark._jsc.hadoopConfiguration())
+    iceberg = tables.load(str(warehouse / "lake" / table))
+    data_file = iceberg.newScan().planFiles().iterator().next().file()
+    path = str(data_file.location())
+    ids = {r[0] for r in spark.read.parquet(path).select("id").collect()}
+    iceberg.newFastAppend().appendFile(data_file).commit()
+    spark.sql(f"REFRESH TABLE ice.lake.{table}")  # the session's catalog caches tables
+    return ids, int(iceberg.currentSnapshot().snapshotId())
+
+
 def test_icebergs_exactly_once_commits_survive_a_killed_worker(
         lab: Lab, worker: LabNode, local_spark: Any, tmp_path: Path) -> None:
     from confluent_kafka.admin import NewTopic
@@ -116,5 +130,30 @@ def test_icebergs_exactly_once_commits_survive_a_killed_worker(
             "--sink-option", "type=hadoop", "--sink-option", f"warehouse=file://{warehouse}")
         assert code == 0, json.dumps([doc.get("counts"), stderr])
         assert (doc["counts"]["topic_records"], doc["counts"]["sink_rows"]) == (total, total)
+
+        # Then the table's own history explains what differs: a data file committed a
+        # second time (as apache/iceberg#16282 did), and two rows deleted by hand.
+        twice, again = commit_a_file_again(local_spark, warehouse, table)
+        gone = sorted(set(range(total)) - twice)[:2]
+        local_spark.sql(f"DELETE FROM ice.lake.{table} WHERE id IN ({gone[0]}, {gone[1]})")
+        deleted_by = local_spark.sql(f"SELECT snapshot_id, operation FROM ice.lake.{table}"
+                                     ".snapshots ORDER BY committed_at DESC LIMIT 1").first()
+        code, doc, stderr = reconcile(
+            lab, "--topic", topic, "--sink", f"iceberg:ice.lake.{table}", "--mode",
+            "coordinates", "--key", "id", "--compare", "status,amount", "--samples", "5",
+            "--sink-option", "type=hadoop", "--sink-option", f"warehouse=file://{warehouse}",
+            "--sink-group", f"connect-{name}")
+        assert code == 1, stderr
+        assert doc["causes"] == {"missing_in_sink": {"deleted_in_sink": 2},
+                                 "duplicated_in_sink": {"written_twice": len(twice)}}, \
+            json.dumps([doc["counts"], doc["pipeline"]])
+        for sample in doc["samples"]["missing_in_sink"]:
+            assert int(sample["key"]) in gone
+            assert sample["cause"]["snapshot_id"] == deleted_by["snapshot_id"], sample
+            assert sample["cause"]["operation"] == deleted_by["operation"]
+        for sample in doc["samples"]["duplicated_in_sink"]:
+            assert int(sample["key"]) in twice
+            assert sample["cause"]["snapshots"][-1] == again, sample
+            assert len(sample["cause"]["snapshots"]) == 2
     finally:
         admin(lab).delete_topics([topic, f"iceberg-control-{suffix}"])

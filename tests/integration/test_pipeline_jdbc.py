@@ -22,6 +22,7 @@ from tests.connect import (
     connect_worker,
     delete_connector,
     jdbc_sink,
+    pipeline_args,
     start_connector,
     wait_until,
 )
@@ -72,9 +73,11 @@ def rows_in(postgres: Postgres, table: str, where: str = "true") -> int:
         return 0
 
 
-def run_pipeline(lab: Lab, worker: LabNode, postgres: Postgres, mode: str) -> tuple[str, str]:
-    """The topic and the table after the records, the kill, the restart and a last record
-    (whose arrival says every record before it in the one partition arrived again)."""
+def run_pipeline(lab: Lab, worker: LabNode, postgres: Postgres, mode: str
+                 ) -> tuple[str, str, str]:
+    """The topic, the table and the connector after the records, the kill, the restart
+    and a last record (whose arrival says every record before it in the one partition
+    arrived again). The caller deletes the connector."""
     suffix = uuid.uuid4().hex[:6]
     topic, table, name = f"jdbc-{mode}-{suffix}", f"jdbc_{mode}_{suffix}", f"jdbc-{mode}-{suffix}"
     produce(lab, topic, range(N))
@@ -92,8 +95,7 @@ def run_pipeline(lab: Lab, worker: LabNode, postgres: Postgres, mode: str) -> tu
     produce(lab, topic, range(N, N + 1))
     wait_until(lambda: rows_in(postgres, table, f"id = {N}") >= 1, 180,
                f"the last record in {table} after the restart")
-    delete_connector(worker, name)
-    return topic, table
+    return topic, table, name
 
 
 def sink_args(postgres: Postgres, table: str, tmp_path: Path) -> list[str]:
@@ -114,26 +116,36 @@ def truth(postgres: Postgres, table: str) -> dict[str, Any]:
 
 def test_insert_mode_writes_every_redelivered_record_again(
         lab: Lab, worker: LabNode, postgres: Postgres, tmp_path: Path) -> None:
-    topic, table = run_pipeline(lab, worker, postgres, "insert")
+    topic, table, name = run_pipeline(lab, worker, postgres, "insert")
     sql = truth(postgres, table)
     assert sql["duplicated"] > 0, sql  # the redelivery happened, as the test makes certain
     try:
+        # With the connector named: every duplicate is the restart's redelivery, as the
+        # status topic shows it (the task's RUNNING again, after each record was written).
         code, doc, stderr = reconcile(
             lab, "--topic", topic, "--envelope", "connect", "--key", "id",
-            "--compare", "status,amount", *sink_args(postgres, table, tmp_path))
+            "--compare", "status,amount", *sink_args(postgres, table, tmp_path),
+            *pipeline_args(worker, name))
         assert code == 1, stderr
         counts = doc["counts"]
         assert (counts["duplicated_in_sink"], counts["missing_in_sink"], counts["mismatched"],
                 counts["extra_in_sink"]) == (sql["duplicated"], sql["missing"], 0, 0), counts
         assert counts["sink_rows"] == sql["rows"]
+        assert doc["causes"] == {"duplicated_in_sink": {
+            "redelivered_after_restart": sql["duplicated"]}}, doc["pipeline"]
+        shown = doc["samples"]["duplicated_in_sink"]
+        assert shown and all(s["cause"]["task"] == 0 for s in shown)
+        assert doc["pipeline"]["unread"] == {} and doc["pipeline"]["restarts"]
         assert postgres.password not in json.dumps(doc) + stderr
     finally:
+        delete_connector(worker, name)
         admin(lab).delete_topics([topic])
 
 
 def test_upsert_mode_writes_each_once_and_a_row_deleted_by_hand_is_found(
         lab: Lab, worker: LabNode, postgres: Postgres, tmp_path: Path) -> None:
-    topic, table = run_pipeline(lab, worker, postgres, "upsert")
+    topic, table, name = run_pipeline(lab, worker, postgres, "upsert")
+    delete_connector(worker, name)
     assert truth(postgres, table) == {"duplicated": 0, "missing": 0, "rows": N + 1}
     postgres.psql(f"delete from {table} where id in "
                   f"({','.join(str(i) for i in DELETED_BY_HAND)})")

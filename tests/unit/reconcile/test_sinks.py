@@ -40,10 +40,10 @@ def test_an_iceberg_catalog_token_never_shows() -> None:
 
 
 def test_an_iceberg_name_cannot_break_out_of_its_identifiers() -> None:
-    from kaudit.reconcile.sinks import _quoted
+    from kaudit.reconcile.sinks import quoted
 
-    assert _quoted("lake.shop.orders") == "`lake`.`shop`.`orders`"
-    assert _quoted("lake.shop.x` UNION SELECT 1 --") == "`lake`.`shop`.`x`` UNION SELECT 1 --`"
+    assert quoted("lake.shop.orders") == "`lake`.`shop`.`orders`"
+    assert quoted("lake.shop.x` UNION SELECT 1 --") == "`lake`.`shop`.`x`` UNION SELECT 1 --`"
 
 
 def test_a_jdbc_urls_parameters_reach_the_driver_encoded_as_they_came() -> None:
