@@ -135,7 +135,9 @@ def test_insert_mode_writes_every_redelivered_record_again(
             "redelivered_after_restart": sql["duplicated"]}}, doc["pipeline"]
         shown = doc["samples"]["duplicated_in_sink"]
         assert shown and all(s["cause"]["task"] == 0 for s in shown)
-        assert doc["pipeline"]["unread"] == {} and doc["pipeline"]["restarts"]
+        # The worker commits every 10 minutes: no offset yet, and that is said.
+        assert set(doc["pipeline"]["unread"]) == {"committed offsets"}, doc["pipeline"]
+        assert doc["pipeline"]["restarts"]
         assert postgres.password not in json.dumps(doc) + stderr
     finally:
         delete_connector(worker, name)
