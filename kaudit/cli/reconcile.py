@@ -186,7 +186,20 @@ def reconcile(
     output: options.Output = None,
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
-    """Compare a topic with its sink: missing, extra, duplicated and changed records."""
+    """Compare a topic with its sink: missing, extra, duplicated and changed records.
+
+    With --connector and --connect-url (or --sink-group alone) each missing, duplicated,
+    extra or changed row is also given its cause, with its evidence: dead_lettered (the
+    record is in the connector's dead letter queue, matched by its context headers: the
+    exception), not_yet_delivered (at or past the group's committed offset: the lag and the
+    tasks' states, a FAILED task's first trace line), skipped (below it and in no dead
+    letter queue), redelivered_after_restart (a task restart in Connect's status topic after
+    the record was written), for an Iceberg sink deleted_in_sink, written_twice and
+    added_by_snapshot (the snapshots that removed or added the row), or unknown, with what
+    was looked at. The pipeline is read while Spark runs, within three --timeout; the dead
+    letter queue and the status topic up to 200,000 records each. A part that cannot be
+    read is reported unread, with why.
+    """
     from kaudit.connection.settings import parse_key_values
     from kaudit.pipeline.read import PipelineSource
     from kaudit.reconcile import formats
