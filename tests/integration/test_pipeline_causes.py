@@ -42,11 +42,29 @@ FIRST, LAST = 30, 40
 check: the task fails on it, and nothing from it on is written."""
 
 
+UPSERT_CONNECT_JSON = {
+    "insert.mode": "upsert", "primary.key.mode": "record_value", "primary.key.fields": "id",
+    "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "value.converter.schemas.enable": "true"}
+"""The sink's settings: a row per id, from Kafka Connect's JSON with its schema."""
+
+
 @pytest.fixture(scope="module")
 def worker(lab: Lab) -> Iterator[LabNode]:
     # Offsets committed every second: the committed offset is where the sink is.
     with connect_worker(lab, {"offset.flush.interval.ms": "1000"}) as node:
         yield node
+
+
+def produce_values(lab: Lab, topic: str, values: dict[int, str]) -> None:
+    """These values, keyed by their ids, in this order."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
+    for i, text in values.items():
+        producer.produce(topic, key=str(i), value=text)
+    assert producer.flush(60) == 0
 
 
 def committed(lab: Lab, group: str, topic: str) -> int | None:
@@ -65,10 +83,10 @@ def state(node: LabNode, name: str) -> dict[str, Any]:
 
 
 def explained(lab: Lab, node: LabNode, name: str, topic: str, postgres: Postgres,
-              table: str, tmp_path: Path) -> tuple[int, dict[str, Any], str]:
+              table: str, tmp_path: Path, *more: str) -> tuple[int, dict[str, Any], str]:
     return reconcile(
         lab, "--topic", topic, "--envelope", "connect", "--key", "id",
-        "--compare", "status,amount", "--samples", "20",
+        "--compare", "status,amount", "--samples", "20", *more,
         *pipeline_args(node, name), *sink_args(postgres, table, tmp_path))
 
 
@@ -78,31 +96,20 @@ def causes_of(doc: dict[str, Any], cls: str) -> dict[int, str]:
 
 def test_unreadable_records_are_dead_lettered_and_a_refused_one_fails_the_task(
         lab: Lab, worker: LabNode, postgres: Postgres, tmp_path: Path) -> None:
-    from confluent_kafka import Producer
-
     suffix = uuid.uuid4().hex[:6]
     topic, table, name = f"dlq-{suffix}", f"dlq_{suffix}", f"dlq-{suffix}"
     dlq = f"{topic}-dlq"
     postgres.psql(f"create table {table} (id bigint primary key check (id <> {FIRST}), "
                   "status text, amount double precision)")
     produce(lab, topic, range(0))  # the topic, empty
-    producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
-    for i in range(FIRST):
-        producer.produce(topic, key=str(i), value=json.dumps(json.loads(value(i))["payload"])
-                         if i in UNREADABLE else value(i))
-    assert producer.flush(60) == 0
+    produce_values(lab, topic, {i: json.dumps(json.loads(value(i))["payload"])
+                                if i in UNREADABLE else value(i) for i in range(FIRST)})
     start_connector(worker, name, jdbc_sink(
-        postgres, topic, table, **{"insert.mode": "upsert", "primary.key.mode": "record_value",
-                                   "primary.key.fields": "id",
-                                   "key.converter": "org.apache.kafka.connect.storage."
-                                                    "StringConverter",
-                                   "value.converter": "org.apache.kafka.connect.json."
-                                                      "JsonConverter",
-                                   "value.converter.schemas.enable": "true",
-                                   "errors.tolerance": "all",
-                                   "errors.deadletterqueue.topic.name": dlq,
-                                   "errors.deadletterqueue.topic.replication.factor": "3",
-                                   "errors.deadletterqueue.context.headers.enable": "true"}))
+        postgres, topic, table, **UPSERT_CONNECT_JSON, **{
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "3",
+            "errors.deadletterqueue.context.headers.enable": "true"}))
     try:
         wait_until(lambda: committed(lab, f"connect-{name}", topic) == FIRST, 120,
                    f"{name} committed past record {FIRST - 1}")
@@ -143,52 +150,56 @@ def test_a_paused_connector_leaves_records_undelivered_and_a_group_moved_on_skip
     topic, table, name = f"paused-{suffix}", f"paused_{suffix}", f"paused-{suffix}"
     group = f"connect-{name}"
     produce(lab, topic, range(20))
-    start_connector(worker, name, jdbc_sink(
-        postgres, topic, table, **{"insert.mode": "upsert", "primary.key.mode": "record_value",
-                                   "primary.key.fields": "id",
-                                   "key.converter": "org.apache.kafka.connect.storage."
-                                                    "StringConverter",
-                                   "value.converter": "org.apache.kafka.connect.json."
-                                                      "JsonConverter",
-                                   "value.converter.schemas.enable": "true"}))
+    start_connector(worker, name, jdbc_sink(postgres, topic, table, **UPSERT_CONNECT_JSON))
     try:
         wait_until(lambda: committed(lab, group, topic) == 20, 120, f"{name} at offset 20")
         rest(worker, "PUT", f"/connectors/{name}/pause")
         wait_until(lambda: state(worker, name) == {"connector": "PAUSED", "tasks": ["PAUSED"]},
                    60, f"{name} paused")
         produce(lab, topic, range(20, 26))
-        code, doc, stderr = explained(lab, worker, name, topic, postgres, table, tmp_path)
+        update = dict(json.loads(value(5)), payload={**json.loads(value(5))["payload"],
+                                                     "status": "refunded"})
+        produce_values(lab, topic, {5: json.dumps(update)})  # offset 26
+        code, doc, stderr = explained(lab, worker, name, topic, postgres, table, tmp_path,
+                                      "--mode", "upsert")
         assert code == 1, stderr
-        assert doc["causes"] == {"missing_in_sink": {"not_yet_delivered": 6}}
+        # The sink is behind, not wrong: key 5's row is its record before the update.
+        assert doc["causes"] == {"missing_in_sink": {"not_yet_delivered": 6},
+                                 "mismatched": {"not_yet_delivered": 1}}, doc["counts"]
+        [changed] = doc["samples"]["mismatched"]
+        assert (changed["key"], changed["column"], changed["cause"]["lag"]) == \
+            ("5", "status", 7)
         samples = {int(s["key"]): s["cause"] for s in doc["samples"]["missing_in_sink"]}
         assert set(samples) == set(range(20, 26))
-        assert {(c["committed"], c["lag"]) for c in samples.values()} == {(20, 6)}
+        assert {(c["committed"], c["lag"]) for c in samples.values()} == {(20, 7)}
         assert all("task 0 PAUSED" in c["evidence"] for c in samples.values())
 
         rest(worker, "PUT", f"/connectors/{name}/resume")
-        wait_until(lambda: committed(lab, group, topic) == 26, 120, f"{name} at offset 26")
-        code, doc, stderr = explained(lab, worker, name, topic, postgres, table, tmp_path)
+        wait_until(lambda: committed(lab, group, topic) == 27, 120, f"{name} at offset 27")
+        code, doc, stderr = explained(lab, worker, name, topic, postgres, table, tmp_path,
+                                      "--mode", "upsert")
         assert (code, doc["causes"]) == (0, {}), stderr
 
         # An operator's reset: the connector stopped, its group moved past six records.
         rest(worker, "PUT", f"/connectors/{name}/stop")
         wait_until(lambda: state(worker, name)["connector"] == "STOPPED", 60, f"{name} stopped")
-        produce(lab, topic, range(26, 32))
+        produce(lab, topic, range(27, 33))
 
         def move() -> bool:  # once the stopped task's consumer has left its group
             moved = admin(lab).alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 32)])])
+                [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 33)])])
             try:
                 return all(future.result(30) is not None for future in moved.values())
             except Exception:
                 return False
-        wait_until(move, 60, f"{group} moved to offset 32")
-        code, doc, stderr = explained(lab, worker, name, topic, postgres, table, tmp_path)
+        wait_until(move, 60, f"{group} moved to offset 33")
+        code, doc, stderr = explained(lab, worker, name, topic, postgres, table, tmp_path,
+                                      "--mode", "upsert")
         assert code == 1, stderr
         assert doc["causes"] == {"missing_in_sink": {"skipped": 6}}
         skipped = {int(s["key"]): s["cause"] for s in doc["samples"]["missing_in_sink"]}
-        assert set(skipped) == set(range(26, 32))
-        assert all(c["committed"] == 32 and "the connector has no dead letter queue"
+        assert set(skipped) == set(range(27, 33))
+        assert all(c["committed"] == 33 and "the connector has no dead letter queue"
                    in c["evidence"] for c in skipped.values()), skipped
     finally:
         delete_connector(worker, name)
