@@ -78,6 +78,9 @@ class PipelineEvidence:
     dead_letter_topic: str | None = None
     dead_letters: Mapping[tuple[int, int], DeadLetter] | None = None
     restarts: tuple[Restart, ...] | None = None
+    settings: Mapping[str, str] = field(default_factory=dict)
+    """The connector's settings that bear on what reached the sink, as configured
+    (``insert.mode``, ``delete.enabled``, ``transforms``, the queue's context headers)."""
     history_complete: bool = True
     """False where the status topic's history may lack earlier restarts (compacted, or
     read only up to a cap)."""

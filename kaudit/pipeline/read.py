@@ -103,7 +103,9 @@ def read_pipeline(conn: ConnectionSettings, source: PipelineSource, topic: str,
     if sink is None:
         return replace(evidence, unread=unread)
     evidence = replace(evidence, tasks=sink.tasks, tolerates_errors=sink.tolerates_errors,
-                       dead_letter_topic=sink.dead_letter_topic)
+                       dead_letter_topic=sink.dead_letter_topic, settings={
+                           **sink.settings, "errors.deadletterqueue.context.headers.enable":
+                           str(sink.context_headers).lower()})
     letters = _part(unread, "dead letter queue",
                     lambda: dead_letters(conn, sink, topic, deadline))
     history = _part(unread, "status topic",

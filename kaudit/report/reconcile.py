@@ -75,6 +75,7 @@ def evidence_document(explained: Explanation) -> dict[str, Any]:
         else {str(p): o for p, o in sorted(ev.committed.items())},
         "tasks": None if ev.tasks is None else [asdict(t) for t in ev.tasks],
         "errors_tolerance": "all" if ev.tolerates_errors else "none",
+        "settings": dict(ev.settings),
         "dead_letter_topic": ev.dead_letter_topic,
         "dead_letters": None if ev.dead_letters is None else len(ev.dead_letters),
         "restarts": None if ev.restarts is None else [asdict(r) for r in ev.restarts],

@@ -137,6 +137,8 @@ def test_unreadable_records_are_dead_lettered_and_a_refused_one_fails_the_task(
         pipe = doc["pipeline"]
         assert (pipe["dead_letter_topic"], pipe["dead_letters"], pipe["errors_tolerance"],
                 pipe["unread"]) == (dlq, len(UNREADABLE), "all", {})
+        assert pipe["settings"] == {"insert.mode": "upsert",
+                                    "errors.deadletterqueue.context.headers.enable": "true"}
     finally:
         delete_connector(worker, name)
         admin(lab).delete_topics([topic, dlq])
