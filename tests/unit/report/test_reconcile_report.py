@@ -81,3 +81,45 @@ def test_a_json_value_names_no_schemas() -> None:
     doc = json.loads(render(RECONCILE, result(), "json"))
     assert "value_schemas" not in doc["source"]
     assert "value schema" not in render(RECONCILE, result(), "table")
+
+
+def explained_result() -> ReconcileResult:
+    from kaudit.pipeline.causes import Explanation, PipelineEvidence, TaskState
+
+    cause = {"name": "not_yet_delivered", "evidence": "at or past the committed offset 8 of "
+             "partition 0 (lag 2); task 0 FAILED: java.sql.BatchUpdateException: refused",
+             "committed": 8, "lag": 2}
+    evidence = PipelineEvidence(committed={0: 8}, end_offsets={0: 10},
+                                tasks=(TaskState(0, "FAILED", "java.sql.Batch"),),
+                                dead_letter_topic="orders-dlq", dead_letters={},
+                                restarts=None, unread={"status topic": "no topic st"})
+    return replace(result(), counts={"missing_in_sink": 2}, samples={"missing_in_sink": [
+        {"key": "8", "partition": 0, "offset": 8, "cause": cause},
+        {"key": "9", "partition": 0, "offset": 9, "cause": cause}]},
+        explanation=Explanation(
+            source={"connector": "orders-sink", "connect_url": "http://connect:8083",
+                    "sink_group": "connect-orders-sink", "status_topic": "st"},
+            evidence=evidence, causes={"missing_in_sink": {"not_yet_delivered": 2}},
+            classified=2, discrepancies=2, bound_s=30.0))
+
+
+def test_causes_and_what_was_read_of_the_pipeline_in_json_table_and_html() -> None:
+    doc = json.loads(render(RECONCILE, explained_result(), "json"))
+    assert doc["causes"] == {"missing_in_sink": {"not_yet_delivered": 2}}
+    pipe = doc["pipeline"]
+    assert (pipe["committed_offsets"], pipe["dead_letters"], pipe["restarts"],
+            pipe["unread"]) == ({"0": 8}, 0, None, {"status topic": "no topic st"})
+    assert pipe["tasks"] == [{"task": 0, "state": "FAILED", "trace": "java.sql.Batch"}]
+    text = render(RECONCILE, explained_result(), "table")
+    assert "causes, from connector orders-sink at http://connect:8083 (group " \
+           "connect-orders-sink):" in text
+    assert "status topic unread: no topic st" in text
+    assert "key 8 at 0:8: not_yet_delivered: at or past the committed offset 8" in text
+    page = render(RECONCILE, explained_result(), "html")
+    assert "Causes" in page and "java.sql.BatchUpdateException: refused" in page
+
+
+def test_without_a_pipeline_causes_and_pipeline_are_null() -> None:
+    doc = json.loads(render(RECONCILE, result(), "json"))
+    assert (doc["causes"], doc["pipeline"]) == (None, None)
+    assert "causes, from" not in render(RECONCILE, result(), "table")
