@@ -149,7 +149,8 @@ def _pipeline_lines(rec: dict[str, Any]) -> list[str]:
         return []
     who = (f"connector {pipe['connector']} at {pipe['connect_url']}" if pipe["connector"]
            else "the sink")
-    lines = [f"causes, from {who} (group {pipe['sink_group']}):"]
+    lines = [f"causes, from {who} (group {pipe['sink_group']}; read within "
+             f"{pipe['bound_seconds']:g}s):"]
     rows = [(cls, cause, n) for cls, found in rec["causes"].items()
             for cause, n in found.items()]
     lines += [tabulate(rows, headers=["class", "cause", "count"])] if rows else ["  none"]

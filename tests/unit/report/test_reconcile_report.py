@@ -112,7 +112,7 @@ def test_causes_and_what_was_read_of_the_pipeline_in_json_table_and_html() -> No
     assert pipe["tasks"] == [{"task": 0, "state": "FAILED", "trace": "java.sql.Batch"}]
     text = render(RECONCILE, explained_result(), "table")
     assert "causes, from connector orders-sink at http://connect:8083 (group " \
-           "connect-orders-sink):" in text
+           "connect-orders-sink; read within 30s):" in text
     assert "status topic unread: no topic st" in text
     assert "key 8 at 0:8: not_yet_delivered: at or past the committed offset 8" in text
     page = render(RECONCILE, explained_result(), "html")
