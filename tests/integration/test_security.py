@@ -27,7 +27,7 @@ import pytest
 from kaudit.connection.properties import read_properties, translate_java_properties
 from tests.conftest import Run, run_kaudit
 
-pytestmark = [pytest.mark.kafka, pytest.mark.own_lab]
+pytestmark = [pytest.mark.kafka]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FAST = 'python3 -m pytest -m "not kafka and not spark"'
 SLOW = 'python3 -m pytest -m "kafka or spark"'
 #: CI's two shares of the slow tier, run side by side on a lab each.
-SHARES = ("kafka and not spark and not own_lab", "spark or own_lab")
+SHARES = ("kafka and not spark", "spark")
 
 
 def test_ci_runs_the_readme_test_command_in_its_two_tiers_fast_first() -> None:
@@ -28,21 +28,13 @@ def test_ci_runs_the_readme_test_command_in_its_two_tiers_fast_first() -> None:
 
 
 def test_the_slow_tiers_two_shares_are_the_slow_tier_each_test_in_one() -> None:
-    # Every marker combination a test can have (own_lab tests are Kafka tests): in exactly
-    # one share when it is in the slow tier, in none when not.
+    # Every marker combination a test can have: in exactly one share when it is in the
+    # slow tier, in none when not.
     for kafka in (False, True):
         for spark in (False, True):
-            for own_lab in (False, True) if kafka else (False,):
-                names = {"kafka": kafka, "spark": spark, "own_lab": own_lab}
-                picked = [eval(share, {}, names) for share in SHARES]
-                assert sum(picked) == (1 if kafka or spark else 0), names
-
-
-def test_own_lab_tests_are_kafka_tests() -> None:
-    for path in (ROOT / "tests").rglob("test_*.py"):
-        text = path.read_text()
-        if "mark.own_lab" in text:
-            assert "mark.kafka" in text, path
+            names = {"kafka": kafka, "spark": spark}
+            picked = [eval(share, {}, names) for share in SHARES]
+            assert sum(picked) == (1 if kafka or spark else 0), names
 
 
 def test_changelog_keeps_an_unreleased_section() -> None:
