@@ -60,10 +60,15 @@ class Snapshot:
     committed_at_ms: int
     operation: str
     commit_id: str | None = None
+    valid_through: str | None = None
+    """The sink's ``kafka.connect.valid-through-ts``: the records it holds were written
+    before this time (epoch ms, as the sink writes it)."""
 
     def says(self) -> str:
         by = f", commit id {self.commit_id}" if self.commit_id else ""
-        return f"snapshot {self.snapshot_id} ({self.operation}) at {self.committed_at_ms} ms{by}"
+        through = f", valid through {self.valid_through}" if self.valid_through else ""
+        return (f"snapshot {self.snapshot_id} ({self.operation}) at {self.committed_at_ms} ms"
+                f"{by}{through}")
 
 
 @dataclass(frozen=True)

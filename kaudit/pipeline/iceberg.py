@@ -13,6 +13,7 @@ from typing import Any
 from kaudit.pipeline.causes import Snapshot
 
 COMMIT_ID = "kafka.connect.commit-id"
+VALID_THROUGH = "kafka.connect.valid-through-ts"
 """The summary property Iceberg's Kafka Connect sink sets on each snapshot it commits."""
 ADDED = 1
 """``all_entries.status`` of a file a snapshot added (0: existing, 2: deleted)."""
@@ -28,7 +29,8 @@ def snapshots(rows: Iterable[Mapping[str, Any]]) -> dict[int, Snapshot]:
         summary = row.get("summary") or {}
         found[int(row["snapshot_id"])] = Snapshot(int(row["snapshot_id"]), at_ms,
                                                   str(row.get("operation") or "unknown"),
-                                                  summary.get(COMMIT_ID))
+                                                  summary.get(COMMIT_ID),
+                                                  summary.get(VALID_THROUGH))
     return found
 
 

@@ -9,7 +9,8 @@ from kaudit.pipeline.iceberg import added_by, file_adders, history, removed_by, 
 
 ROWS = [
     {"committed_at": datetime(2026, 11, 29, 8, 0, 1, tzinfo=UTC), "snapshot_id": 7,
-     "operation": "append", "summary": {"kafka.connect.commit-id": "c-b", "added-records": "3"}},
+     "operation": "append", "summary": {"kafka.connect.commit-id": "c-b", "added-records": "3",
+                                        "kafka.connect.valid-through-ts": "1795939200500"}},
     {"committed_at": datetime(2026, 11, 29, 8, 0, 0, tzinfo=UTC), "snapshot_id": 5,
      "operation": "append", "summary": {"kafka.connect.commit-id": "c-a"}},
     {"committed_at": 1_795_939_202_000, "snapshot_id": 9, "operation": "delete",
@@ -21,9 +22,12 @@ S5, S7, S9 = FOUND[5], FOUND[7], FOUND[9]
 
 def test_snapshots_carry_their_time_operation_and_the_sinks_commit_id() -> None:
     assert tuple(FOUND[i] for i in (5, 7, 9)) == (Snapshot(5, 1_795_939_200_000, "append", "c-a"),
-                            Snapshot(7, 1_795_939_201_000, "append", "c-b"),
+                            Snapshot(7, 1_795_939_201_000, "append", "c-b",
+                                     "1795939200500"),
                             Snapshot(9, 1_795_939_202_000, "delete", None))
     assert history(FOUND) == [S5, S7, S9]
+    assert S7.says() == ("snapshot 7 (append) at 1795939201000 ms, commit id c-b, valid "
+                         "through 1795939200500")
 
 
 def entry(status: int, snapshot: int, path: str) -> dict[str, object]:
