@@ -41,10 +41,15 @@ class PipelineRead:
         self.source, self.bound = source, bound_for(conn)
         self._found: list[PipelineEvidence] = []
         ends = {r.partition: r.end for r in ranges}
-        self._thread = threading.Thread(
-            target=lambda: self._found.append(
-                read_pipeline(conn, source, topic, ends, self.bound)),
-            name="kaudit-pipeline", daemon=True)
+
+        def read() -> None:
+            try:
+                found = read_pipeline(conn, source, topic, ends, self.bound)
+            except Exception as exc:  # said as unread, never a failed run
+                found = PipelineEvidence(unread={"pipeline": f"{type(exc).__name__}: {exc}"})
+            self._found.append(found)
+
+        self._thread = threading.Thread(target=read, name="kaudit-pipeline", daemon=True)
         self._thread.start()
 
     def evidence(self) -> PipelineEvidence:
