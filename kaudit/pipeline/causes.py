@@ -169,7 +169,10 @@ def duplicated(key: str, record_ms: int | None, ev: PipelineEvidence) -> Cause:
     if len({s.snapshot_id for s in added}) > 1:
         return Cause(WRITTEN_TWICE, "added by " + " and again by ".join(s.says() for s in added),
                      {"snapshots": [s.snapshot_id for s in added]})
-    after = [r for r in ev.restarts or () if record_ms is None or r.at_ms >= record_ms]
+    if ev.restarts and record_ms is None:  # a restart before the record explains nothing
+        return Cause(UNKNOWN, f"{ev.looked_at()}; the status topic shows restarts, but the "
+                              "record's time was not read to place them")
+    after = [r for r in ev.restarts or () if record_ms is not None and r.at_ms >= record_ms]
     if after:
         first = min(after, key=lambda r: r.at_ms)
         return Cause(REDELIVERED, f"at-least-once redelivery after task {first.task} "

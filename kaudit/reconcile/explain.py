@@ -83,7 +83,7 @@ def explain(conn: ConnectionSettings, topic: str, read: PipelineRead, discrepanc
         evidence = _with_history(evidence, history_of, rows)
     sampled = [_discrepancy(cls, s) for cls, shown in samples.items() if cls in EXPLAINED
                for s in shown]
-    times = _times(conn, topic, [*rows, *sampled], evidence, read.bound)
+    times = _times(conn, topic, [*rows, *sampled], evidence)
     counts: dict[str, Counter[str]] = {}
     for d in rows:
         cause = _cause(d, times, evidence)
@@ -124,13 +124,14 @@ def _cause(d: Discrepancy, times: dict[tuple[int, int], int],
 
 
 def _times(conn: ConnectionSettings, topic: str, rows: list[Discrepancy],
-           evidence: PipelineEvidence, bound: float) -> dict[tuple[int, int], int]:
+           evidence: PipelineEvidence) -> dict[tuple[int, int], int]:
     """The record times a duplicate's cause needs (a restart after the record was
-    written), read only where the status topic showed restarts."""
+    written), read within one more ``--timeout``, only where the status topic showed
+    restarts; a duplicate whose record's time is not read is unknown."""
     if not evidence.restarts:
         return {}
     places = {p for d in rows if d.cls == "duplicated_in_sink" and (p := d.place())}
-    return record_times(conn, topic, places, bound) if places else {}
+    return record_times(conn, topic, places, conn.timeout) if places else {}
 
 
 def _shown(cause: Cause) -> dict[str, Any]:

@@ -97,6 +97,8 @@ def test_a_duplicate_after_a_restart_is_a_redelivery_and_none_is_unknown() -> No
     assert cause.detail == {"task": 1, "restarted_at_ms": 900}
     assert c.duplicated("k", 2_000, evidence(restarts=restarts)).name == c.UNKNOWN
     assert c.duplicated("k", 800, evidence(restarts=None)).name == c.UNKNOWN
+    untimed = c.duplicated("k", None, evidence(restarts=restarts))
+    assert untimed.name == c.UNKNOWN and "the record's time was not read" in untimed.evidence
     # One snapshot that added both copies is no second write: a restart may still say why.
     assert c.duplicated("k", 800, evidence(added_by={"k": (S1, S1)},
                                            restarts=restarts)).name == c.REDELIVERED
