@@ -433,7 +433,9 @@ def test_check_flags_a_deliberately_weakened_broker() -> None:
             "--broker-config", "authorizer.class.name="
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "--broker-config", "allow.everyone.if.no.acl.found=true",
-            "--broker-config", "super.users=User:ANONYMOUS")
+            "--broker-config", "super.users=User:ANONYMOUS",
+            # The share groups' state with one copy, its min ISR (2) above that.
+            "--broker-config", "share.coordinator.state.topic.replication.factor=1")
     for _, started in _start_lab("plaintext", *weak):
         run = run_kaudit("check", "-b", started.stdout.strip(), "-f", "json")
         assert run.code == 1, run.stderr  # KA501 is an error
@@ -445,6 +447,8 @@ def test_check_flags_a_deliberately_weakened_broker() -> None:
         assert any("allow.everyone.if.no.acl.found" in f["message"]
                    for f in findings if f["rule"] == "KA002")
         assert "KA503" not in by_rule  # it has an authorizer
+        assert (by_rule["KA310"]["expected"], by_rule["KA310"]["actual"]) == (">= 3", "1")
+        assert "the share coordinator can write no state" in by_rule["KA311"]["message"]
 
 
 def test_a_connect_worker_on_the_secured_lab_runs_a_sink_over_sasl_ssl(

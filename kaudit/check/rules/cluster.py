@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from kaudit.check.findings import Severity, Subject, SubjectKind
 from kaudit.check.rules.common import (
     OFFSETS_TOPIC,
+    SHARE_STATE_TOPIC,
     TRANSACTION_TOPIC,
     as_bool,
     as_int,
@@ -107,38 +108,95 @@ def transaction_log_replication_factor(ctx: ClusterContext) -> Iterator[Violatio
           "factor=3`.")
 def transaction_log_min_isr(ctx: ClusterContext) -> Iterator[Violation]:
     """transaction.state.log.min.isr floor and ceiling."""
+    yield from _internal_min_isr(ctx, "transaction.state.log.min.isr",
+                                 "transaction.state.log.replication.factor", TRANSACTION_TOPIC,
+                                 "transaction state", "no transaction can complete")
+
+
+def _internal_min_isr(ctx: ClusterContext, config: str, rf_config: str, topic_name: str,
+                      what: str, stuck: str) -> Iterator[Violation]:
+    """An internal topic's min ISR setting (and its real topic's) against the floor, and
+    the setting against its replication factor setting (above it: ``stuck``)."""
     floor = ctx.thresholds.min_insync_replicas
     if _brokers_known(ctx.snapshot):
-        rf_by_subject = dict(broker_values(ctx.snapshot,
-                                           "transaction.state.log.replication.factor"))
-        for subject, value in broker_values(ctx.snapshot, "transaction.state.log.min.isr"):
+        rf_by_subject = dict(broker_values(ctx.snapshot, rf_config))
+        for subject, value in broker_values(ctx.snapshot, config):
             min_isr = as_int(value, 1)
             rf_value = rf_by_subject.get(subject)
             rf = as_int(rf_value, 3) if rf_value is not None else None
             if rf is not None and min_isr > rf:
                 yield Violation(subject,
-                                f"transaction.state.log.min.isr={min_isr} on {where_on(subject)} "
-                                f"is larger than transaction.state.log.replication.factor={rf}, "
-                                "so no transaction can complete.",
+                                f"{config}={min_isr} on {where_on(subject)} is larger than "
+                                f"{rf_config}={rf}, so {stuck}.",
                                 expected=f"<= {rf}", actual=str(min_isr),
                                 source=value.source.value)
             elif min_isr < floor:
                 yield Violation(subject,
-                                f"transaction.state.log.min.isr={min_isr} on {where_on(subject)} "
-                                f"({provenance(value)}) lets transaction state be acknowledged "
+                                f"{config}={min_isr} on {where_on(subject)} "
+                                f"({provenance(value)}) lets {what} be acknowledged "
                                 f"by fewer than {floor} replicas.",
                                 expected=f">= {floor}", actual=str(min_isr),
                                 source=value.source.value)
-    topic = _topic(ctx.snapshot, TRANSACTION_TOPIC)
+    topic = _topic(ctx.snapshot, topic_name)
     if topic is not None:
         d = durability(topic, ctx.snapshot)
         if d.min_isr < floor:
-            yield Violation(Subject(SubjectKind.topic, TRANSACTION_TOPIC),
-                            f"{TRANSACTION_TOPIC} has min.insync.replicas={d.min_isr} "
+            yield Violation(Subject(SubjectKind.topic, topic_name),
+                            f"{topic_name} has min.insync.replicas={d.min_isr} "
                             f"({provenance(d.min_isr_value, ctx.snapshot)}), below {floor}.",
                             expected=f">= {floor}", actual=str(d.min_isr),
-                            source=d.min_isr_value.source.value, topic=TRANSACTION_TOPIC,
+                            source=d.min_isr_value.source.value, topic=topic_name,
                             declared_at=topic.setting_at("min.insync.replicas"))
+
+
+def _share_groups_off(snapshot: ClusterSnapshot) -> bool:
+    """The cluster says share groups are off (``share.version`` 0): no share coordinator
+    writes its state. Unknown (features not read) counts as on."""
+    return snapshot.feature_level("share.version") == 0
+
+
+@rule("KA310", "internal.share-state-replication-factor", Severity.error,
+      "Share groups' state is kept with too few replicas.", scope="cluster",
+      what="Where share groups are on (`share.version` >= 1, or the features were not read), "
+           "checks `share.coordinator.state.topic.replication.factor` and the actual "
+           "replication factor of `__share_group_state` against the default profile's "
+           "`min_replication_factor`.",
+      why="The share coordinator keeps each share-partition's start offset and every "
+          "in-flight record's delivery state there; when it is lost, records already "
+          "acknowledged are delivered again and the delivery counts that archive poison "
+          "records start over.",
+      example="`share.coordinator.state.topic.replication.factor=1` copied from a one-broker "
+              "dev setup.",
+      fix="Set `share.coordinator.state.topic.replication.factor=3` before the first share "
+          "group starts, or reassign `__share_group_state` to 3 replicas.")
+def share_state_replication_factor(ctx: ClusterContext) -> Iterator[Violation]:
+    """share.coordinator.state.topic.replication.factor and __share_group_state RF."""
+    if _share_groups_off(ctx.snapshot):
+        return
+    yield from _internal_rf(ctx, "share.coordinator.state.topic.replication.factor",
+                            SHARE_STATE_TOPIC, "share-group state")
+
+
+@rule("KA311", "internal.share-state-min-isr", Severity.error,
+      "The share groups' state topic's min ISR is too low, or higher than its replication "
+      "factor.", scope="cluster",
+      what="Where share groups are on, checks `share.coordinator.state.topic.min.isr` (and "
+           "the min.insync.replicas of an existing `__share_group_state`) against the default "
+           "profile's `min_insync_replicas`, and that it is not larger than the state topic's "
+           "replication factor.",
+      why="Too low and an acknowledgement's state can be lost with one broker; larger than "
+          "the replication factor and the share coordinator can write no state at all.",
+      example="`share.coordinator.state.topic.min.isr=1`.",
+      fix="Set `share.coordinator.state.topic.min.isr=2` with "
+          "`share.coordinator.state.topic.replication.factor=3`.")
+def share_state_min_isr(ctx: ClusterContext) -> Iterator[Violation]:
+    """share.coordinator.state.topic.min.isr floor and ceiling."""
+    if _share_groups_off(ctx.snapshot):
+        return
+    yield from _internal_min_isr(ctx, "share.coordinator.state.topic.min.isr",
+                                 "share.coordinator.state.topic.replication.factor",
+                                 SHARE_STATE_TOPIC, "share-group state",
+                                 "the share coordinator can write no state")
 
 
 @rule("KA304", "broker.default-replication-factor", Severity.warning,

@@ -24,10 +24,13 @@ KAFKA_DEFAULTS = {
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
     "transaction.state.log.min.isr": "2",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
 }
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"
+SHARE_STATE_TOPIC = "__share_group_state"
 
 _PROVENANCE = {
     ConfigSource.DYNAMIC_TOPIC_CONFIG: "set on the topic",
