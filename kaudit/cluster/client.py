@@ -28,7 +28,8 @@ rdkafka_log = logging.getLogger("kaudit.librdkafka")
 #: confluent-kafka's names other modules use, by the module that defines them.
 _KAFKA_NAMES = {
     **dict.fromkeys(("KafkaError", "KafkaException", "TopicPartition", "TopicCollection",
-                     "IsolationLevel", "Producer", "Consumer", "ConsumerGroupTopicPartitions"),
+                     "IsolationLevel", "Producer", "Consumer", "ConsumerGroupTopicPartitions",
+                     "AcknowledgeType"),
                     "confluent_kafka"),
     **dict.fromkeys(("AdminClient", "AclBinding", "AclOperation", "AclPermissionType",
                      "AlterConfigOpType", "ConfigEntry", "ConfigResource", "ConfigSource",
@@ -178,6 +179,40 @@ def new_consumer(settings: ConnectionSettings, collector: ErrorCollector | None 
         return Consumer(client_config(settings, collector, **extra))
     except (KafkaException, ValueError, TypeError) as exc:
         raise InputError(f"invalid consumer configuration: {kafka_message(exc)}") from None
+
+
+#: Consumer settings a share consumer refuses (librdkafka: "not applicable for share
+#: consumer"): the share group's own configs decide them (share.auto.offset.reset,
+#: share.isolation.level), or the broker's. A user's properties file written for classic
+#: consumers may hold them: they are left out for a share consumer, not an error.
+SHARE_CONSUMER_REFUSES = frozenset({
+    "enable.auto.commit", "group.protocol", "partition.assignment.strategy",
+    "group.instance.id", "isolation.level", "group.remote.assignor", "queued.min.messages",
+    "queued.max.messages.kbytes", "fetch.queue.backoff.ms", "fetch.error.backoff.ms",
+    "enable.partition.eof", "message.copy.max.bytes", "topic.blacklist", "auto.offset.reset",
+    "consume.callback.max.messages", "allow.auto.create.topics", "socket.max.fails",
+    "rebalance_cb", "offset_commit_cb", "consume_cb", "on_commit",
+})
+
+
+def new_share_consumer(settings: ConnectionSettings, group: str,
+                       collector: ErrorCollector | None = None, **extra: Any) -> Any:
+    """A member of share group ``group`` (KIP-932; confluent-kafka's ShareConsumer, a
+    preview) that acknowledges each record itself (``acknowledge(msg, ACCEPT|RELEASE|
+    REJECT)``); a configuration librdkafka refuses is exit 2. Its "Preview" warning is a
+    librdkafka log line: it goes to the log with the others, not to the terminal."""
+    from confluent_kafka import KafkaException, ShareConsumer
+
+    # librdkafka refuses allow.auto.create.topics on a share consumer, even False; a share
+    # consumer only subscribes, and the probe creates its topic before any member starts.
+    config = {k: v for k, v in client_config(settings, collector, **extra).items()
+              if k not in SHARE_CONSUMER_REFUSES}
+    config.update({"group.id": group, "share.acknowledgement.mode": "explicit"})
+    try:
+        return ShareConsumer(config)
+    except (KafkaException, ValueError, TypeError) as exc:
+        said = " ".join(kafka_message(exc).split())  # librdkafka's ends with a newline
+        raise InputError(f"invalid share consumer configuration: {said}") from None
 
 
 def kafka_message(exc: BaseException) -> str:
