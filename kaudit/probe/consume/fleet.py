@@ -35,6 +35,9 @@ class Fleet:
         """(worker, incarnation) -> (when, how) for every incarnation that did not stop
         cleanly: a crash point, ``anywhere`` (SIGKILLed by the runner), ``exit N``."""
         self.killed_at: dict[tuple[int, int], int] = {}
+        self.asked_to_stop: set[tuple[int, int]] = set()
+        """Incarnations sent SIGTERM: one that dies of it (it came before its handler, on a
+        busy machine) stopped as asked, before it read anything."""
         self.crashes = 0
         self.restarts = 0
         self.dynamic: set[int] = set()
@@ -87,6 +90,7 @@ class Fleet:
         """A graceful leave (SIGTERM): the worker finishes its batch and closes."""
         proc = self.procs.get(worker)
         if proc is not None and proc.poll() is None:
+            self.asked_to_stop.add((worker, self.incarnation[worker]))
             proc.send_signal(signal.SIGTERM)
 
     def reap(self, restart: bool) -> None:
@@ -98,7 +102,7 @@ class Fleet:
             self.procs.pop(worker)
             self.pending_crash.discard(worker)
             key = (worker, self.incarnation[worker])
-            if code == 0:
+            if code == 0 or (code == -signal.SIGTERM and key in self.asked_to_stop):
                 self.event("stopped", f"worker {worker}.{key[1]} stopped")
                 continue
             if key not in self.ended:

@@ -80,7 +80,10 @@ def parse_line(line: str) -> Entry | None:
 
 
 def read_journal(path: Path) -> list[Entry]:
-    """Every whole line of one journal file."""
+    """Every whole line of one journal file; none for an incarnation that ended before it
+    opened its journal (killed while Python started)."""
+    if not path.exists():
+        return []
     text = path.read_text(encoding="ascii", errors="replace")
     return [e for e in (parse_line(line) for line in text.splitlines() if line) if e]
 
