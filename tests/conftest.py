@@ -232,7 +232,7 @@ def heal_lab(lab: Lab) -> tuple[list[str], list[str]]:
     """Restart or resume every broker that is not running, then wait until all are
     registered and in every ISR. Returns (brokers that were not running, what is still
     wrong after the waits)."""
-    from kaudit.lab.manager import lab_start, live_brokers
+    from kaudit.lab.manager import BrokerView, lab_start
     from kaudit.lab.state import LabState, NodeState, node_state
 
     state_dir = Path(lab.state_dir)
@@ -244,8 +244,9 @@ def heal_lab(lab: Lab) -> tuple[list[str], list[str]]:
             left_down.append(f"broker {broker.id} was {current.value} (restarted)")
             lab_start(state_dir, broker.id, wait_s=120)
     admin = lab_admin(lab.bootstrap)
+    view = BrokerView({"bootstrap.servers": lab.bootstrap})
     unhealthy = []
-    if not wait_for(lambda: len(live_brokers(admin)) == len(brokers), 90):
+    if not wait_for(lambda: len(view.live()) == len(brokers), 90):
         unhealthy.append("not every broker registered after 90 s")
 
     def out_of_sync() -> list[str]:

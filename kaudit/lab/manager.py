@@ -82,6 +82,35 @@ def live_brokers(admin: Any) -> set[int]:
     return set(admin.list_topics(timeout=5).brokers)
 
 
+class BrokerView:
+    """The live brokers as the lab's own client sees them, from a client that is replaced
+    when it may have lost every broker.
+
+    A broker resumed from a pause answers from its stale view at first, in which every
+    broker may be fenced: librdkafka then drops all the brokers it knew and has none left
+    to ask until its re-bootstrap, minutes later (librdkafka issue 5301). Broker waits
+    asked such a client for two minutes and failed. A new client starts again from the
+    bootstrap list."""
+
+    RENEW_EVERY_S = 1.0
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self._config = config
+        self.admin = new_admin(config)
+        self._renewed = Deadline(self.RENEW_EVERY_S)
+
+    def live(self) -> set[int]:
+        """The live broker ids; empty when no broker answered or none was named."""
+        try:
+            live = live_brokers(self.admin)
+        except Exception:  # not answering yet
+            live = set()
+        if not live and self._renewed.expired():
+            self.admin = new_admin(self._config)
+            self._renewed = Deadline(self.RENEW_EVERY_S)
+        return live
+
+
 STILL_WAITING_EVERY_S = 10.0
 """How often a wait for the brokers says it is still waiting (a first start on a busy
 machine takes most of a minute)."""
@@ -92,7 +121,7 @@ def wait_ready(state: LabState, wait_s: float, say: Say = _quiet) -> None:
     ``say`` how many are registered whenever that changes, and every
     :data:`STILL_WAITING_EVERY_S` that nothing did."""
     deadline = Deadline(wait_s)
-    admin = new_admin(_lab_client_config(state))
+    view = BrokerView(_lab_client_config(state))
     rf = min(3, len(state.brokers))
     last_error = "no answer yet"
     seen, quiet = -1, Deadline(STILL_WAITING_EVERY_S)
@@ -102,7 +131,8 @@ def wait_ready(state: LabState, wait_s: float, say: Say = _quiet) -> None:
             say(f"still waiting after {deadline.seconds - deadline.left():.0f}s: {last_error}")
             quiet.extend(STILL_WAITING_EVERY_S)
         try:
-            registered = live_brokers(admin)
+            registered = view.live()
+            admin = view.admin
             if len(registered) != seen and len(registered) < len(state.brokers):
                 seen = len(registered)
                 say(f"{seen} of {len(state.brokers)} brokers registered")
@@ -339,16 +369,13 @@ def _wait_registered(state: LabState, node: LabNode, wait_s: float,
     # answers on its port (a broker serves clients only once it has caught up and been
     # unfenced).
     bootstrap = ",".join(f"127.0.0.1:{b.port}" for b in ask or [node])
-    admin = new_admin(_lab_client_config(state) | {"bootstrap.servers": bootstrap})
+    view = BrokerView(_lab_client_config(state) | {"bootstrap.servers": bootstrap})
     deadline = Deadline(wait_s)
     while not deadline.expired():
         if node_state(node) is NodeState.down:
             raise LabError(f"broker {node.id} exited during start: {log_tail(node.log_path)}")
-        try:
-            if node.id in live_brokers(admin):
-                return
-        except Exception:  # not answering yet
-            pass
+        if node.id in view.live():
+            return
         # Each answer is a metadata request on loopback: asking often costs nothing, and
         # every broker restart (a fault's heal, a rolling restart) waits on it.
         time.sleep(0.1)
