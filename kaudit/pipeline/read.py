@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kaudit.cluster.client import AdminSession, ErrorCollector, kafka_message, new_consumer
+from kaudit.cluster.segments import SegmentReader
 from kaudit.connection.http import Endpoint, get_json
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError, KauditError
@@ -227,34 +228,18 @@ def read_whole(conn: ConnectionSettings, topic: str, deadline: Deadline) -> Capp
 
 def _records(conn: ConnectionSettings, topic: str, segments: dict[int, tuple[int, int]],
              deadline: Deadline) -> Iterator[Any]:
-    """The records of each ``partition -> [start, end)`` segment, by an assigned consumer
-    that never joins or commits to its group; not all read by ``deadline``: :class:`Unread`."""
-    from kaudit.cluster import client
-
+    """The records of each ``partition -> [start, end)`` segment; not all read by
+    ``deadline``: :class:`Unread`."""
     if not segments:
         return
     consumer = new_consumer(conn, ErrorCollector(), **{
         "group.id": "kaudit-reconcile-pipeline", "enable.auto.commit": False,
         "enable.partition.eof": True, "isolation.level": "read_uncommitted"})
     try:
-        consumer.assign([client.TopicPartition(topic, p, start)
-                         for p, (start, _) in segments.items()])
-        left = {p: end for p, (_, end) in segments.items()}
-        while left:
-            if deadline.expired():
-                raise Unread(f"{topic} not read to its end within {deadline.seconds:g}s")
-            for msg in consumer.consume(1000, min(0.5, max(0.05, deadline.left()))):
-                if msg.partition() not in left:
-                    continue
-                if msg.error() is not None:
-                    # The end of what is there (a transaction's marker may close the log).
-                    if msg.error().code() == client.KafkaError._PARTITION_EOF:
-                        del left[msg.partition()]
-                    continue
-                if msg.offset() < left[msg.partition()]:
-                    yield msg
-                if msg.offset() + 1 >= left[msg.partition()]:
-                    del left[msg.partition()]
+        reader = SegmentReader(consumer, topic, segments)
+        yield from reader.records(deadline)
+        if reader.left:
+            raise Unread(f"{topic} not read to its end within {deadline.seconds:g}s")
     finally:
         consumer.close()
 

@@ -12,11 +12,10 @@ so the leader's log left that epoch at the offset where it was cut.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, new_consumer
 from kaudit.cluster.protocol import EpochEnd, read_epoch_ends
+from kaudit.cluster.segments import SegmentReader
 from kaudit.cluster.topics import partition_leaders
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import KauditError
@@ -163,12 +162,13 @@ def last_kept_below(conn: ConnectionSettings, topic: str, cuts: Mapping[int, int
             "group.id": f"kaudit-probe-epochs-{run_id.hex()}", "enable.auto.commit": False,
             "enable.partition.eof": True, "auto.offset.reset": "earliest"})
         try:
-            consumer.assign([client.TopicPartition(
-                topic, p, max(starts.get(p) or 0, cuts[p] - KEPT_WINDOW)) for p in pending])
-            unread = set(pending)
-            _read_below(consumer, cuts, unread, found, Deadline(within))
+            reader = SegmentReader(consumer, topic, {
+                p: (max(starts.get(p) or 0, cuts[p] - KEPT_WINDOW), cuts[p]) for p in pending})
+            for msg in reader.records(Deadline(within)):
+                found[msg.partition()] = (msg.offset(), msg.leader_epoch())
         finally:
             consumer.close()
+        unread = set(reader.left)
         for p in pending:
             kept = found.get(p)
             if kept is None:
@@ -182,25 +182,3 @@ def last_kept_below(conn: ConnectionSettings, topic: str, cuts: Mapping[int, int
             else:
                 out[p] = (kept[0], kept[1])
     return out
-
-
-def _read_below(consumer: Any, cuts: Mapping[int, int], pending: set[int],
-                found: dict[int, tuple[int, int | None]], deadline: Deadline) -> None:
-    """Read each pending partition up to its cut (or its end), keeping the last record
-    below the cut; a partition read that far leaves ``pending``."""
-    eof = client.KafkaError._PARTITION_EOF
-    while pending and not deadline.expired():
-        for msg in consumer.consume(num_messages=1000, timeout=deadline.slice(0.5)):
-            p = msg.partition()
-            if p not in pending:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == eof:
-                    pending.discard(p)
-                continue
-            offset = msg.offset()
-            if offset < cuts[p]:
-                found[p] = (offset, msg.leader_epoch())
-            if offset >= cuts[p] - 1:
-                pending.discard(p)

@@ -196,8 +196,8 @@ def read_segments(conn: ConnectionSettings, topic: str,
     """Each pass's ``partition -> [start, end)`` segments read, by (partition, offset), by
     an assigned consumer that never joins or commits to its group. A segment not read to
     its end within the timeout: None, or (``partial``) what was read."""
-    from kaudit.cluster import client
     from kaudit.cluster.client import ErrorCollector, new_consumer
+    from kaudit.cluster.segments import SegmentReader
 
     consumer = new_consumer(conn, ErrorCollector(), **{
         "group.id": "kaudit-reconcile-sample", "enable.auto.commit": False,
@@ -206,30 +206,10 @@ def read_segments(conn: ConnectionSettings, topic: str,
     values: dict[tuple[int, int], bytes | None] = {}
     try:
         for segments in passes:
-            if not segments:
-                continue
-            assigned = [client.TopicPartition(topic, p, start)
-                        for p, (start, _) in segments.items()]
-            consumer.assign(assigned)
-            consumer.resume(assigned)  # a partition paused at its head stays paused
-            left = dict(segments)
-            deadline = Deadline(conn.timeout)
-            while left and not deadline.expired():
-                for msg in consumer.consume(500, 0.2):
-                    p, error = msg.partition(), msg.error()
-                    if p not in left:
-                        continue
-                    if error is not None:
-                        if error.code() == client.KafkaError._PARTITION_EOF:
-                            del left[p]  # the range ends at a marker or an aborted batch
-                        continue
-                    end = left[p][1]
-                    if msg.offset() < end:
-                        values[(p, msg.offset())] = msg.value()
-                    if msg.offset() >= end - 1:
-                        del left[p]
-                        consumer.pause([client.TopicPartition(topic, p)])
-            if left and not partial:
+            reader = SegmentReader(consumer, topic, segments)
+            for msg in reader.records(Deadline(conn.timeout)):
+                values[(msg.partition(), msg.offset())] = msg.value()
+            if reader.left and not partial:
                 return None
     finally:
         consumer.close()

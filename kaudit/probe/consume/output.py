@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, new_consumer, new_producer
+from kaudit.cluster.segments import SegmentReader
 from kaudit.probe.consume.verify import Processing
 from kaudit.waiting import Deadline
 
@@ -37,24 +38,18 @@ def read_output(session: AdminSession, output: str, group: str, partitions: list
     consumer = new_consumer(conn, None, **{
         "group.id": f"{group}-verify", "enable.auto.commit": False,
         "enable.partition.eof": True, "isolation.level": "read_committed"})
-    consumer.assign([client.TopicPartition(output, p, 0) for p in partitions])
-    pending = {p for p in partitions if ends[p] > 0}
+    # Done only at the last stable offset read above: a log end reported below it is not
+    # the end of what was committed.
     out: list[Processing] = []
-    deadline = Deadline(max(60.0, conn.timeout * 6))
     try:
-        while pending and not deadline.expired():
-            for msg in consumer.consume(num_messages=5000, timeout=0.5):
-                err, p = msg.error(), msg.partition()
-                if err is not None:
-                    if err.code() == client.KafkaError._PARTITION_EOF and msg.offset() >= ends[p]:
-                        pending.discard(p)
-                    continue
-                ip, io, w, i = (int(x) for x in msg.value().split())
-                out.append(Processing(ip, io, w, i, msg.timestamp()[1] * 1_000_000))
-                if msg.offset() + 1 >= ends[p]:
-                    pending.discard(p)
+        reader = SegmentReader(consumer, output, {p: (0, ends[p]) for p in partitions},
+                               done_at_log_end=False)
+        for msg in reader.records(Deadline(max(60.0, conn.timeout * 6))):
+            ip, io, w, i = (int(x) for x in msg.value().split())
+            out.append(Processing(ip, io, w, i, msg.timestamp()[1] * 1_000_000))
     finally:
         consumer.close()
+    pending = reader.left
     if pending:
         notes.append(f"output partitions {sorted(pending)} could not be read to their end")
     return out
