@@ -190,6 +190,52 @@ class ConsumerGroup:
 
 
 @dataclass(frozen=True)
+class ShareMember:
+    """A share group member, as its coordinator describes it."""
+
+    member_id: str
+    client_id: str
+    host: str
+    member_epoch: int
+    subscribed: tuple[str, ...] = ()
+    assignment: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """(topic, partitions) pairs, sorted."""
+
+
+@dataclass(frozen=True)
+class SharePartition:
+    """A share group's state on one partition (KIP-932)."""
+
+    topic: str
+    partition: int
+    start_offset: int | None
+    """The share-partition start offset: every record below it is delivered and done with
+    (or was skipped); None when the group holds no state there yet."""
+    leader_epoch: int | None = None
+    lag: int | None = None
+    """Records the group has yet to finish with, as the broker counts them (Kafka 4.2+,
+    KIP-1226); None when the broker does not say."""
+
+
+@dataclass(frozen=True)
+class ShareGroup:
+    """A share group: its members, its share-partitions and its group configs."""
+
+    group_id: str
+    state: str
+    """Kafka's state name: Stable, Empty, Dead, Unknown."""
+    coordinator: int
+    group_epoch: int = -1
+    assignment_epoch: int = -1
+    members: tuple[ShareMember, ...] = ()
+    partitions: tuple[SharePartition, ...] = ()
+    configs: ConfigMap = field(default_factory=lambda: freeze_configs({}))
+    """The group's configs (``share.auto.offset.reset``...), as DescribeConfigs gives them."""
+    unread: str | None = None
+    """What of the group could not be read, and why."""
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     """Everything check needs about a cluster, frozen at one moment."""
 
@@ -218,6 +264,8 @@ class ClusterSnapshot:
     """Why the features were not read (no broker answered ApiVersions, older snapshot)."""
     elr_unread: str | None = None
     """Why the partitions' ELR was not read (None when it was, or when nothing asked)."""
+    share_groups: tuple[ShareGroup, ...] | None = None
+    """The share groups (KIP-932); None when they were not read."""
 
     def feature_level(self, name: str) -> int | None:
         """A numeric feature's finalized level: 0 when the cluster has not finalized it,
@@ -317,7 +365,41 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
         "features": None if snap.features is None else dict(sorted(snap.features.items())),
         "features_unread": snap.features_unread,
         "elr_unread": snap.elr_unread,
+        "share_groups": None if snap.share_groups is None else [
+            _share_group_to_dict(g) for g in snap.share_groups],
     }
+
+
+def _share_group_to_dict(g: ShareGroup) -> dict[str, Any]:
+    return {
+        "group_id": g.group_id, "state": g.state, "coordinator": g.coordinator,
+        "group_epoch": g.group_epoch, "assignment_epoch": g.assignment_epoch,
+        "members": [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+                     "member_epoch": m.member_epoch, "subscribed": list(m.subscribed),
+                     "assignment": {t: list(ps) for t, ps in m.assignment}}
+                    for m in g.members],
+        "partitions": [{"topic": s.topic, "partition": s.partition,
+                        "start_offset": s.start_offset, "leader_epoch": s.leader_epoch,
+                        "lag": s.lag} for s in g.partitions],
+        "configs": _config_to_dict(g.configs), "unread": g.unread}
+
+
+def _share_group_from_dict(g: Mapping[str, Any]) -> ShareGroup:
+    return ShareGroup(
+        group_id=g["group_id"], state=g["state"], coordinator=int(g["coordinator"]),
+        group_epoch=int(g.get("group_epoch", -1)),
+        assignment_epoch=int(g.get("assignment_epoch", -1)),
+        members=tuple(ShareMember(
+            member_id=m["member_id"], client_id=m["client_id"], host=m["host"],
+            member_epoch=int(m["member_epoch"]), subscribed=tuple(m.get("subscribed", ())),
+            assignment=tuple((t, tuple(int(p) for p in ps))
+                             for t, ps in sorted(m.get("assignment", {}).items())))
+            for m in g.get("members", ())),
+        partitions=tuple(SharePartition(
+            topic=s["topic"], partition=int(s["partition"]), start_offset=s.get("start_offset"),
+            leader_epoch=s.get("leader_epoch"), lag=s.get("lag"))
+            for s in g.get("partitions", ())),
+        configs=_config_from_dict(g.get("configs", {})), unread=g.get("unread"))
 
 
 def _ids_or_none(ids: tuple[int, ...] | None) -> list[int] | None:
@@ -372,4 +454,6 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
             {str(k): str(v) for k, v in raw["features"].items()}),
         features_unread=raw.get("features_unread"),
         elr_unread=raw.get("elr_unread"),
+        share_groups=None if raw.get("share_groups") is None else tuple(
+            _share_group_from_dict(g) for g in raw["share_groups"]),
     )

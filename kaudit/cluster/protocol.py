@@ -132,7 +132,7 @@ def _collect(answers: list[_Answer], topics: Sequence[str], deadline: Deadline
             out.answered_by = ready.broker.id
             return out
         except Exception as exc:  # the broker went away after ApiVersions: try the next
-            ready.error = _why(exc, ready.broker, deadline)
+            ready.error = why_not_read(exc, ready.broker, deadline)
     why = _not_answered(answers, deadline)
     if out.features is None:
         out.features_unread = why
@@ -167,7 +167,7 @@ def _silent(broker: Broker, deadline: Deadline) -> str:
         f"{deadline.seconds:g}s"
 
 
-def _client_of(broker: Broker, config: dict[str, Any], deadline: Deadline) -> Any:
+def client_of(broker: Broker, config: dict[str, Any], deadline: Deadline) -> Any:
     """A kafka-python client that knows only ``broker``, bounded by ``deadline``."""
     from kafka.admin import KafkaAdminClient
 
@@ -181,22 +181,22 @@ def _ask_features(answer: _Answer, config: dict[str, Any], deadline: Deadline) -
 
     broker = answer.broker
     try:
-        answer.client = _client_of(broker, config, deadline)
+        answer.client = client_of(broker, config, deadline)
         request = ApiVersionsRequest(client_software_name="kaudit",
                                      client_software_version="1", min_version=3)
-        response = _send(answer.client, broker.id, request, deadline)
+        response = send_to(answer.client, broker.id, request, deadline)
         if response.error_code:
             raise RuntimeError(f"ApiVersions error code {response.error_code}")
         answer.features = feature_levels(
             ((f.name, f.max_version_level) for f in response.finalized_features or ()),
             (f.name for f in response.supported_features or ()))
     except Exception as exc:
-        answer.error = _why(exc, broker, deadline)
+        answer.error = why_not_read(exc, broker, deadline)
     finally:
         answer.done.set()
 
 
-def _send(client: Any, node_id: int, request: Any, deadline: Deadline) -> Any:
+def send_to(client: Any, node_id: int, request: Any, deadline: Deadline) -> Any:
     """One request to one broker (kafka-python's public calls pick a broker themselves,
     and may pick a frozen one)."""
     manager = client._manager
@@ -221,7 +221,7 @@ def _describe_partitions(client: Any, node_id: int, topics: Sequence[str],
         request = DescribeTopicPartitionsRequest(
             topics=[Topic(name=t) for t in topics], response_partition_limit=PAGE_PARTITIONS,
             cursor=cursor)
-        response = _send(client, node_id, request, deadline)
+        response = send_to(client, node_id, request, deadline)
         for topic in response.topics:
             if topic.error_code:  # deleted since, or not authorised: left out, not guessed
                 continue
@@ -235,7 +235,7 @@ def _describe_partitions(client: Any, node_id: int, topics: Sequence[str],
                         partition_index=response.next_cursor.partition_index)
 
 
-def _why(exc: BaseException, broker: Broker, deadline: Deadline) -> str:
+def why_not_read(exc: BaseException, broker: Broker, deadline: Deadline) -> str:
     name = exc.__class__.__name__
     if "Timeout" in name or deadline.expired():
         return _silent(broker, deadline)
@@ -330,16 +330,16 @@ def _ask_epoch_ends(ask: _EpochAsk, config: dict[str, Any], deadline: Deadline) 
 
     broker = ask.broker
     try:
-        ask.client = _client_of(broker, config, deadline)
+        ask.client = client_of(broker, config, deadline)
         wanted = _current_epochs(ask, deadline)
         if wanted:
-            response = _send(ask.client, broker.id, epoch_request(wanted), deadline)
+            response = send_to(ask.client, broker.id, epoch_request(wanted), deadline)
             ask.found |= epoch_answers(response, broker.id, wanted)
     except IncompatibleBrokerVersion:
         ask.error = (f"broker {broker.id} does not answer OffsetForLeaderEpoch v2 or later "
                      "(Kafka 2.1 and later do)")
     except Exception as exc:
-        ask.error = _why(exc, broker, deadline)
+        ask.error = why_not_read(exc, broker, deadline)
     finally:
         ask.done.set()
 
@@ -356,7 +356,7 @@ def _current_epochs(ask: _EpochAsk, deadline: Deadline) -> dict[tuple[str, int],
     request = DescribeTopicPartitionsRequest(
         topics=[Topic(name=t) for t in sorted({t for t, _ in current})],
         response_partition_limit=PAGE_PARTITIONS, cursor=None)
-    response = _send(ask.client, ask.broker.id, request, deadline)
+    response = send_to(ask.client, ask.broker.id, request, deadline)
     led = {(topic.name, p.partition_index): p.leader_epoch for topic in response.topics
            if not topic.error_code for p in topic.partitions
            if not p.error_code and p.leader_id == ask.broker.id and p.leader_epoch >= 0}

@@ -13,6 +13,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -28,11 +29,13 @@ from kaudit.cluster.model import (
     ConsumerGroup,
     PartitionOffsets,
     PartitionState,
+    ShareGroup,
     Topic,
     freeze_configs,
     is_internal_topic,
 )
 from kaudit.cluster.protocol import EligibleLeaders, ProtocolRead, read_protocol
+from kaudit.cluster.protocol_share import ShareGroupsRead, read_share_groups
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
 from kaudit.waiting import Deadline
@@ -168,6 +171,8 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
     broker_unreadable: list[str] = []
     broker_read = _in_thread(lambda: _broker_configs(session, brokers, broker_unreadable,
                                                      deadline))
+    shares = _in_thread(lambda: read_share_groups(session.settings, brokers, deadline)) \
+        if groups else None
     deleted: set[str] = set()
     topic_configs = _describe_configs(session, ResourceType.TOPIC, sorted(metadata.topics),
                                       unreadable, "topic", deadline, deleted)
@@ -183,6 +188,10 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
                                          if not t.internal for p in t.partitions
                                          if p.leader is not None], unreadable, deadline)
         consumer_groups = read_groups(session, offsets, unreadable, deadline)
+    share_groups = None if shares is None else _with_configs(
+        session, shares(deadline) or ShareGroupsRead(unread=["share groups: no broker "
+                                                             "answered in time"]),
+        unreadable, deadline)
     broker_configs = broker_read(deadline) or {}
     unreadable[:0] = broker_unreadable  # the brokers' first, as they were read before
     return ClusterSnapshot(
@@ -200,7 +209,19 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
         features=None if read.features is None else MappingProxyType(read.features),
         features_unread=read.features_unread,
         elr_unread=read.elr_unread,
+        share_groups=share_groups,
     )
+
+
+def _with_configs(session: AdminSession, read: ShareGroupsRead, unreadable: list[str],
+                  deadline: Deadline) -> tuple[ShareGroup, ...]:
+    """The share groups read, each with its group configs (DescribeConfigs on GROUP
+    resources); what was not read goes to ``unreadable``."""
+    unreadable.extend(read.unread)
+    configs = _describe_configs(session, client.ResourceType.GROUP,
+                                [g.group_id for g in read.groups], unreadable, "group",
+                                deadline) if read.groups else {}
+    return tuple(replace(g, configs=configs.get(g.group_id, g.configs)) for g in read.groups)
 
 
 def _in_thread(read: Callable[[], T]) -> Callable[[Deadline], T | None]:
