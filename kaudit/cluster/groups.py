@@ -39,7 +39,7 @@ def read_offsets(session: AdminSession, partitions: list[tuple[str, int]],
         unreadable.append(f"offsets of {t}-{p}: {why}")
     read = [tp for tp in partitions if tp in starts and tp in ends and tp in stable]
     held = {tp: stable[tp] for tp in read if stable[tp] < ends[tp]}
-    since = _times(session, {(t, p, o) for (t, p), o in held.items()}, unreadable,
+    since = times_at(session, {(t, p, o) for (t, p), o in held.items()}, unreadable,
                    "the start of an open transaction", deadline)
     return tuple(PartitionOffsets(topic=t, partition=p, log_start=starts[(t, p)],
                                   high_watermark=ends[(t, p)], last_stable=stable[(t, p)],
@@ -47,7 +47,7 @@ def read_offsets(session: AdminSession, partitions: list[tuple[str, int]],
                  for t, p in read)
 
 
-def _times(session: AdminSession, wanted: set[tuple[str, int, int]], unreadable: list[str],
+def times_at(session: AdminSession, wanted: set[tuple[str, int, int]], unreadable: list[str],
            what: str, deadline: Deadline) -> dict[tuple[str, int, int], int]:
     """The record time at each (topic, partition, offset), read in rounds of one offset per
     partition; what stays unread is said in ``unreadable``."""
@@ -112,7 +112,7 @@ def read_groups(session: AdminSession, offsets: tuple[PartitionOffsets, ...],
                  for tp in tps if tp.offset >= 0 and (tp.topic, tp.partition) in ends
                  and ends[(tp.topic, tp.partition)].log_start <= tp.offset
                  < ends[(tp.topic, tp.partition)].high_watermark}
-    unread_since = _times(session, positions, unreadable, "a lagging group's next record",
+    unread_since = times_at(session, positions, unreadable, "a lagging group's next record",
                           deadline)
     groups = []
     for group_id in ids:

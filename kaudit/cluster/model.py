@@ -46,6 +46,8 @@ class ConfigSource(StrEnum):
     STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
     DEFAULT_CONFIG = "DEFAULT_CONFIG"
     DYNAMIC_BROKER_LOGGER_CONFIG = "DYNAMIC_BROKER_LOGGER_CONFIG"
+    GROUP_CONFIG = "GROUP_CONFIG"
+    """Set on a group (kafka-configs.sh --entity-type groups)."""
     UNKNOWN_CONFIG = "UNKNOWN_CONFIG"
     MANIFEST = "MANIFEST"
     """Declared in a manifest (e.g. a Strimzi KafkaTopic) that is not applied yet."""
@@ -215,6 +217,9 @@ class SharePartition:
     lag: int | None = None
     """Records the group has yet to finish with, as the broker counts them (Kafka 4.2+,
     KIP-1226); None when the broker does not say."""
+    undelivered_since_ms: int | None = None
+    """The time of the record at the start offset (the oldest the group is not done with),
+    epoch ms; None when there is none or it was not read."""
 
 
 @dataclass(frozen=True)
@@ -380,7 +385,8 @@ def _share_group_to_dict(g: ShareGroup) -> dict[str, Any]:
                     for m in g.members],
         "partitions": [{"topic": s.topic, "partition": s.partition,
                         "start_offset": s.start_offset, "leader_epoch": s.leader_epoch,
-                        "lag": s.lag} for s in g.partitions],
+                        "lag": s.lag, "undelivered_since_ms": s.undelivered_since_ms}
+                       for s in g.partitions],
         "configs": _config_to_dict(g.configs), "unread": g.unread}
 
 
@@ -397,7 +403,8 @@ def _share_group_from_dict(g: Mapping[str, Any]) -> ShareGroup:
             for m in g.get("members", ())),
         partitions=tuple(SharePartition(
             topic=s["topic"], partition=int(s["partition"]), start_offset=s.get("start_offset"),
-            leader_epoch=s.get("leader_epoch"), lag=s.get("lag"))
+            leader_epoch=s.get("leader_epoch"), lag=s.get("lag"),
+            undelivered_since_ms=s.get("undelivered_since_ms"))
             for s in g.get("partitions", ())),
         configs=_config_from_dict(g.get("configs", {})), unread=g.get("unread"))
 

@@ -188,10 +188,10 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
                                          if not t.internal for p in t.partitions
                                          if p.leader is not None], unreadable, deadline)
         consumer_groups = read_groups(session, offsets, unreadable, deadline)
-    share_groups = None if shares is None else _with_configs(
+    share_groups = None if shares is None else _share_groups(
         session, shares(deadline) or ShareGroupsRead(unread=["share groups: no broker "
                                                              "answered in time"]),
-        unreadable, deadline)
+        offsets, unreadable, deadline)
     broker_configs = broker_read(deadline) or {}
     unreadable[:0] = broker_unreadable  # the brokers' first, as they were read before
     return ClusterSnapshot(
@@ -213,15 +213,31 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
     )
 
 
-def _with_configs(session: AdminSession, read: ShareGroupsRead, unreadable: list[str],
+def _share_groups(session: AdminSession, read: ShareGroupsRead,
+                  offsets: tuple[PartitionOffsets, ...], unreadable: list[str],
                   deadline: Deadline) -> tuple[ShareGroup, ...]:
     """The share groups read, each with its group configs (DescribeConfigs on GROUP
-    resources); what was not read goes to ``unreadable``."""
+    resources) and the time of its oldest undelivered record per partition; what was not
+    read goes to ``unreadable``."""
+    from kaudit.cluster.groups import times_at
+
     unreadable.extend(read.unread)
     configs = _describe_configs(session, client.ResourceType.GROUP,
                                 [g.group_id for g in read.groups], unreadable, "group",
                                 deadline) if read.groups else {}
-    return tuple(replace(g, configs=configs.get(g.group_id, g.configs)) for g in read.groups)
+    ends = {(o.topic, o.partition): o for o in offsets}
+    waiting = {(s.topic, s.partition, s.start_offset) for g in read.groups for s in g.partitions
+               if s.start_offset is not None and (s.topic, s.partition) in ends
+               and ends[(s.topic, s.partition)].log_start <= s.start_offset
+               < ends[(s.topic, s.partition)].high_watermark}
+    since = times_at(session, waiting, unreadable, "a share group's oldest undelivered record",
+                     deadline) if waiting else {}
+    return tuple(replace(
+        g, configs=configs.get(g.group_id, g.configs),
+        partitions=tuple(replace(s, undelivered_since_ms=None if s.start_offset is None
+                                 else since.get((s.topic, s.partition, s.start_offset)))
+                         for s in g.partitions))
+        for g in read.groups)
 
 
 def _in_thread(read: Callable[[], T]) -> Callable[[Deadline], T | None]:

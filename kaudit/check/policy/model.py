@@ -57,6 +57,12 @@ class Thresholds:
     max_open_transaction_seconds: int = 0
     """A transaction open longer than this holds read_committed readers back: an error
     (0: the brokers' transaction.max.timeout.ms, after which Kafka aborts it itself)."""
+    share_min_delivery_attempts: int = 5
+    """A share group delivers a record at most share.delivery.count.limit times, then
+    archives it unprocessed: the profile demands at least this many attempts (0: any)."""
+    share_idle_lag_minutes: int = 60
+    """Warn when a share group with no members leaves a record undelivered longer than
+    this many minutes (0: never warn)."""
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Thresholds:
         """A copy with some fields replaced (keys are field names, values validated)."""

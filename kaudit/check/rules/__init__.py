@@ -16,6 +16,7 @@ from kaudit.check.rules import (
     live,
     meta,
     security,
+    share,
     topic,
 )
 from kaudit.check.rules.registry import (
@@ -58,5 +59,6 @@ __all__ = [
     "meta",
     "rule_names",
     "security",
+    "share",
     "topic",
 ]

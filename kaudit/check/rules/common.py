@@ -34,6 +34,7 @@ SHARE_STATE_TOPIC = "__share_group_state"
 
 _PROVENANCE = {
     ConfigSource.DYNAMIC_TOPIC_CONFIG: "set on the topic",
+    ConfigSource.GROUP_CONFIG: "set on the group",
     ConfigSource.MANIFEST: "declared in the manifest",
     ConfigSource.DYNAMIC_BROKER_CONFIG: "inherited from a per-broker dynamic config",
     ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG: "inherited from the cluster-wide dynamic default",

@@ -17,6 +17,9 @@ holds a snapshot fragment plus optional policy and client configs:
 - ``groups``: ``[{group_id, state, members, offsets: [{topic, partition, committed,
   unread_minutes_ago}]}]``; minutes are counted back from the snapshot's time
 - ``features``: ``{name: level}``, the finalized features (absent: not read)
+- ``share_groups``: ``[{group_id, state, members (a count), subscribed ([topic]),
+  configs ({name: value}), partitions: [{topic, partition, start_offset, lag,
+  undelivered_minutes_ago}]}]`` (absent: not read)
 - ``policy``: a built-in name, an inline policy mapping, or a list of them
 - ``files``: ``{relative name: text}`` written next to the policy
 - ``producer`` / ``consumer``: ``{key: value}`` (or a list of them) written as
@@ -49,6 +52,9 @@ from kaudit.cluster.model import (
     GroupOffset,
     PartitionOffsets,
     PartitionState,
+    ShareGroup,
+    ShareMember,
+    SharePartition,
     Topic,
     freeze_configs,
 )
@@ -80,6 +86,23 @@ def _groups(case: dict[str, Any]) -> tuple[ConsumerGroup, ...] | None:
                                   committed=o.get("committed"),
                                   unread_since_ms=_ago(o.get("unread_minutes_ago")))
                       for o in g.get("offsets", ()))) for g in case["groups"])
+
+
+def _share_groups(case: dict[str, Any]) -> tuple[ShareGroup, ...] | None:
+    if "share_groups" not in case:
+        return None
+    return tuple(ShareGroup(
+        group_id=g["group_id"], state=g.get("state", "Stable"), coordinator=1,
+        members=tuple(ShareMember(member_id=f"m{i}", client_id="c", host="127.0.0.1",
+                                  member_epoch=1, subscribed=tuple(g.get("subscribed", ())))
+                      for i in range(int(g.get("members", 1)))),
+        partitions=tuple(SharePartition(
+            topic=s["topic"], partition=int(s.get("partition", 0)),
+            start_offset=s.get("start_offset"), lag=s.get("lag"),
+            undelivered_since_ms=_ago(s.get("undelivered_minutes_ago")))
+            for s in g.get("partitions", ())),
+        configs=_configs(g.get("configs"), ConfigSource.GROUP_CONFIG))
+        for g in case["share_groups"])
 
 
 def _configs(raw: dict[str, Any] | None, default_source: ConfigSource) -> Any:
@@ -147,6 +170,7 @@ def build_snapshot(case: dict[str, Any]) -> ClusterSnapshot:
                            origin="live" if live else "manifests", live=live,
                            unreadable=tuple(case.get("unreadable", ())),
                            offsets=_offsets(case), groups=_groups(case),
+                           share_groups=_share_groups(case),
                            features=None if "features" not in case else MappingProxyType(
                                {k: str(v) for k, v in case["features"].items()}))
 
