@@ -73,13 +73,16 @@ class Semantics(StrEnum):
 
 @dataclass(frozen=True)
 class Reader:
-    """A consumer group that reads a topic, and whether it keeps up."""
+    """A consumer group or share group that reads a topic, and whether it keeps up."""
 
     group: str
     lag: int
-    """Records between its committed offsets and the high watermarks (all partitions)."""
+    """Records between its committed offsets (a share group: its start offsets) and the high
+    watermarks (all partitions)."""
     oldest_unread_age_ms: int | None = None
     """Age of its oldest unread record when the cluster was read (None: none, or unknown)."""
+    kind: str = "consumer"
+    """``consumer`` (a consumer group) or ``share`` (a share group, KIP-932)."""
 
 
 @dataclass(frozen=True)

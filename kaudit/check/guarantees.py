@@ -78,8 +78,9 @@ def _topic_numbers(d: Durability) -> tuple[int, int, list[str]]:
 
 
 def topic_readers(topic: Topic, snapshot: ClusterSnapshot) -> tuple[Reader, ...]:
-    """The consumer groups with committed offsets on ``topic``: lag and oldest unread age."""
-    if not snapshot.groups:
+    """The consumer groups with committed offsets on ``topic``, then the share groups with
+    state on it: lag and oldest unread age."""
+    if not snapshot.groups and not snapshot.share_groups:
         return ()
     taken = snapshot.taken_at_ms
     out = []
@@ -95,6 +96,19 @@ def topic_readers(topic: Topic, snapshot: ClusterSnapshot) -> tuple[Reader, ...]
         since = [o.unread_since_ms for o in mine if o.unread_since_ms is not None]
         out.append(Reader(group.group_id, lag,
                           max(0, taken - min(since)) if since and lag else None))
+    for share in snapshot.share_groups or ():
+        states = [s for s in share.partitions if s.topic == topic.name
+                  and s.start_offset is not None]
+        if not states:
+            continue
+        lag = 0
+        for s in states:
+            ends = snapshot.partition_offsets(topic.name, s.partition)
+            lag += s.lag if s.lag is not None else 0 if ends is None or s.start_offset is None \
+                else max(0, ends.high_watermark - max(s.start_offset, ends.log_start))
+        since = [s.undelivered_since_ms for s in states if s.undelivered_since_ms is not None]
+        out.append(Reader(share.group_id, lag,
+                          max(0, taken - min(since)) if since and lag else None, kind="share"))
     return tuple(out)
 
 

@@ -86,11 +86,13 @@ def why(guarantee: Mapping[str, Any]) -> str:
 
 
 def _reader(reader: Mapping[str, Any]) -> str:
+    name = f"share group {reader['group']}" if reader.get("kind") == "share" \
+        else reader["group"]
     if not reader["lag"]:
-        return f"{reader['group']} (caught up)"
+        return f"{name} (caught up)"
     age = reader["oldest_unread_age_ms"]
     oldest = f", oldest unread {duration(age)}" if age is not None else ""
-    return f"{reader['group']} (lag {reader['lag']}{oldest})"
+    return f"{name} (lag {reader['lag']}{oldest})"
 
 
 def _lines(*parts: str | None) -> str:

@@ -62,6 +62,7 @@ class ReaderRecord(TypedDict):
     """``guarantees[].readers[]``: a consumer group reading the topic."""
 
     group: str
+    kind: str
     lag: int
     oldest_unread_age_ms: int | None
 
@@ -130,7 +131,7 @@ def guarantee_record(guarantee: Guarantee) -> GuaranteeRecord:
         "producer_gives": producer_gives(guarantee),
         "survives": survives(guarantee),
         "reasons": list(guarantee.reasons),
-        "readers": [{"group": r.group, "lag": r.lag,
+        "readers": [{"group": r.group, "kind": r.kind, "lag": r.lag,
                      "oldest_unread_age_ms": r.oldest_unread_age_ms} for r in guarantee.readers],
     }
 

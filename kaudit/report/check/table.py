@@ -68,11 +68,12 @@ def _why(g: Guarantee) -> str:
 
 
 def _reader(r: Reader) -> str:
+    name = f"share group {r.group}" if r.kind == "share" else r.group
     if not r.lag:
-        return f"{r.group} (caught up)"
+        return f"{name} (caught up)"
     age = f", oldest unread {duration(r.oldest_unread_age_ms)}" \
         if r.oldest_unread_age_ms is not None else ""
-    return f"{r.group} (lag {r.lag}{age})"
+    return f"{name} (lag {r.lag}{age})"
 
 
 def _guarantee_row(g: Guarantee) -> list[str]:

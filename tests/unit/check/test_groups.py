@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from kaudit.check.rules.groups import duration
 from kaudit.cluster.model import (
     ClusterSnapshot,
+    ConfigSource,
+    ConfigValue,
     ConsumerGroup,
     GroupOffset,
     PartitionOffsets,
+    ShareGroup,
+    ShareMember,
+    SharePartition,
+    freeze_configs,
     snapshot_from_dict,
     snapshot_to_dict,
 )
@@ -34,12 +41,28 @@ def test_groups_and_offsets_survive_a_snapshot_file() -> None:
     assert again.partition_offsets("orders", 1) is None
 
 
+def test_share_groups_survive_a_snapshot_file() -> None:
+    share = ShareGroup(
+        group_id="jobs", state="Stable", coordinator=2, group_epoch=3, assignment_epoch=3,
+        members=(ShareMember("m1", "w0", "127.0.0.1", 2, ("orders",),
+                             (("orders", (0, 1)),)),),
+        partitions=(SharePartition("orders", 0, 880, 0, 20, 1_780_000_000_000),
+                    SharePartition("orders", 1, None)),
+        configs=freeze_configs({"share.auto.offset.reset": ConfigValue(
+            "share.auto.offset.reset", "earliest", ConfigSource.GROUP_CONFIG)}),
+        unread="offsets of orders-2: TOPIC_AUTHORIZATION_FAILED")
+    snap = replace(_snapshot(()), share_groups=(share,))
+    again = snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap))), "live")
+    assert again == snap
+
+
 def test_groups_not_read_stay_unknown_and_old_snapshots_still_load() -> None:
     doc = snapshot_to_dict(_snapshot(None))
-    assert doc["groups"] is None
-    del doc["groups"], doc["offsets"]  # a snapshot written before groups were read
+    assert doc["groups"] is None and doc["share_groups"] is None
+    # a snapshot written before groups (or share groups) were read
+    del doc["groups"], doc["offsets"], doc["share_groups"]
     old = snapshot_from_dict(doc, "snapshot:old.json")
-    assert old.groups is None and old.offsets == ()
+    assert old.groups is None and old.offsets == () and old.share_groups is None
 
 
 @pytest.mark.parametrize("ms, text", [
@@ -73,23 +96,33 @@ def test_a_topics_guarantee_names_its_readers_and_whether_they_keep_up() -> None
                                               {"topic": "orders", "partition": 1,
                                                "committed": 40, "unread_minutes_ago": 30}]},
             {"group_id": "other", "offsets": [{"topic": "payments", "committed": 1}]}],
+        "share_groups": [
+            {"group_id": "jobs", "members": 0, "partitions": [
+                {"topic": "orders", "partition": 0, "start_offset": 880, "lag": 20,
+                 "undelivered_minutes_ago": 90},
+                {"topic": "orders", "partition": 1, "start_offset": None}]},
+            {"group_id": "late", "subscribed": ["orders"]}],
         "features": {"metadata.version": "4.3-IV0", "transaction.version": 2}})
     readers = topic_guarantee(snap.topics[0], snap).readers
-    assert [(r.group, r.lag, r.oldest_unread_age_ms) for r in readers] == [
-        ("billing", 0, None), ("audit", 110, 200 * 60_000)]
+    # A share group that holds no state on the topic yet reads nothing of it.
+    assert [(r.group, r.kind, r.lag, r.oldest_unread_age_ms) for r in readers] == [
+        ("billing", "consumer", 0, None), ("audit", "consumer", 110, 200 * 60_000),
+        ("jobs", "share", 20, 90 * 60_000)]
     result = evaluate(snap, load_policies(["durable"]))
     text = render(CHECK, result, "table", RenderOptions(tool_version="0", width=200))
     # A cell's lines read as one text (the table wraps its cells).
     cells = " ".join(" ".join(line.replace("|", " ").split()) for line in text.splitlines()
                      if not line.startswith("+"))
-    assert "read by billing (caught up), audit (lag 110, oldest unread 3 h 20 min)" in cells
+    assert "read by billing (caught up), audit (lag 110, oldest unread 3 h 20 min), " \
+        "share group jobs (lag 20, oldest unread 1 h 30 min)" in cells
     assert "features: metadata.version=4.3-IV0, transaction.version=2" in text
     # eligible.leader.replicas.version not finalized: ELR is off, and the guarantee says so
     assert "ELR off: when the last in-sync replica fails, the partition stays offline" in cells
     doc = json.loads(render(CHECK, result, "json", RenderOptions(tool_version="0")))
     assert doc["features"] == {"metadata.version": "4.3-IV0", "transaction.version": "2"}
-    assert doc["guarantees"][0]["readers"][1] == {"group": "audit", "lag": 110,
-                                                  "oldest_unread_age_ms": 12_000_000}
+    assert doc["guarantees"][0]["readers"][1] == {"group": "audit", "kind": "consumer",
+                                                  "lag": 110, "oldest_unread_age_ms": 12_000_000}
+    assert doc["guarantees"][0]["readers"][2]["kind"] == "share"
 
 
 def test_a_snapshot_time_without_a_zone_is_utc_and_one_that_is_no_time_is_refused() -> None:
