@@ -69,9 +69,10 @@ def check(
     output: options.Output = None,
     groups: Annotated[bool, typer.Option(
         "--groups/--no-groups",
-        help="Also read the consumer groups and every partition's offsets, and audit them "
-             "(KA6xx): unread records deleted, groups about to lose data, hanging "
-             "transactions.")] = True,
+        help="Also read the consumer groups, the share groups and every partition's "
+             "offsets, and audit them (KA6xx): unread records deleted, groups about to lose "
+             "data, hanging transactions, share groups that will never deliver records "
+             "(KA61x).")] = True,
     wide: Annotated[bool, typer.Option(
         "--wide", help="Tables in one column per field, however wide; by default they fit "
                        "the terminal (COLUMNS, or 100 columns when not a terminal).")] = False,

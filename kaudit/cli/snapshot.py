@@ -17,8 +17,8 @@ def snapshot(
     output: options.Output = None,
     groups: Annotated[bool, typer.Option(
         "--groups/--no-groups",
-        help="Also write the consumer groups and every partition's offsets, for "
-             "`kaudit check --snapshot`.")] = True,
+        help="Also write the consumer groups, the share groups and every partition's "
+             "offsets, for `kaudit check --snapshot`.")] = True,
 ) -> int:
     """Write brokers, configs (with their sources), topics and partitions as JSON."""
     from kaudit.cluster.reader import read_snapshot

@@ -1,17 +1,27 @@
 """Share groups (KIP-932) on the lab: kaudit's share consumer (``new_share_consumer``) is a
 member of a real share group, gets every record once with the delivery count the broker
-keeps, and its acknowledgements are committed per partition."""
+keeps, and its acknowledgements are committed per partition; ``check`` and ``snapshot``
+say of share groups what Kafka's own ShareGroupCommand says, and the KA61x rules fail on
+a group set up to break each and pass on one that breaks none."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 import uuid
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kaudit.cluster.client import new_share_consumer
+from kaudit.cluster.model import Broker
+from kaudit.cluster.protocol_share import read_share_groups
 from kaudit.connection.settings import ConnectionSettings
-from tests.conftest import Lab
+from kaudit.lab.runtime import kafka_runtime
+from kaudit.waiting import Deadline
+from tests.conftest import Lab, run_kaudit, wait_for
 from tests.integration.test_lab import admin
 
 pytestmark = pytest.mark.kafka
@@ -19,8 +29,8 @@ pytestmark = pytest.mark.kafka
 N = 30
 
 
-def from_earliest(lab: Lab, group: str) -> None:
-    """The group reads from the log's start: a share group's default is ``latest``."""
+def set_group_configs(lab: Lab, group: str, **configs: str) -> None:
+    """Set group configs (``share_auto_offset_reset`` is ``share.auto.offset.reset``)."""
     from confluent_kafka.admin import (
         AlterConfigOpType,
         ConfigEntry,
@@ -29,10 +39,15 @@ def from_earliest(lab: Lab, group: str) -> None:
     )
 
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
-        "share.auto.offset.reset", "earliest",
-        incremental_operation=AlterConfigOpType.SET)])
+        name.replace("_", "."), value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()])
     for future in admin(lab).incremental_alter_configs([resource]).values():
         future.result(30)
+
+
+def from_earliest(lab: Lab, group: str) -> None:
+    """The group reads from the log's start: a share group's default is ``latest``."""
+    set_group_configs(lab, group, share_auto_offset_reset="earliest")
 
 
 def test_a_share_consumer_gets_every_record_once_and_its_acceptances_commit(lab: Lab) -> None:
@@ -62,4 +77,131 @@ def test_a_share_consumer_gets_every_record_once_and_its_acceptances_commit(lab:
         assert all(error is None for error in results.values()), results
     finally:
         consumer.close()
+        admin(lab).delete_topics([topic])
+
+
+def share_group_command(lab: Lab, group: str, *view: str) -> list[list[str]]:
+    """The rows (whitespace-split, header and blank lines left out) Kafka's own
+    kafka-share-groups.sh --describe prints for ``group``."""
+    runtime = kafka_runtime(None, None)
+    out = subprocess.run(
+        [runtime.java, "-cp", runtime.classpath,
+         "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+         "--bootstrap-server", lab.bootstrap, "--describe", "--group", group, *view],
+        capture_output=True, text=True, timeout=120, check=True).stdout
+    return [line.split() for line in out.splitlines()
+            if line.strip() and not line.startswith("GROUP")]
+
+
+def _state_known(lab: Lab, group: str, partitions: int) -> bool:
+    brokers = tuple(Broker(id=i, host=h, port=int(p)) for i, (h, p) in enumerate(
+        (b.rsplit(":", 1) for b in lab.bootstrap.split(",")), start=1))
+    read = read_share_groups(ConnectionSettings(lab.bootstrap), brokers, Deadline(10))
+    return any(g.group_id == group and len([s for s in g.partitions
+                                            if s.start_offset is not None]) == partitions
+               for g in read.groups)
+
+
+def _produce(lab: Lab, topic: str, partition: int, n: int, age_ms: int = 0) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": lab.bootstrap, "enable.idempotence": True})
+    stamp = int(time.time() * 1000) - age_ms
+    for i in range(n):
+        producer.produce(topic, value=str(i), partition=partition, timestamp=stamp)
+    assert producer.flush(30) == 0
+
+
+def _findings(doc: dict[str, Any], group: str) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for f in doc["findings"]:
+        if f["subject"]["name"].startswith(f"{group}@"):
+            found.setdefault(f["rule"], []).append(f)
+    return found
+
+
+def test_check_sees_share_groups_as_kafkas_own_tool_and_each_rule_fails_only_the_broken_group(
+        lab: Lab, tmp_path: Path) -> None:
+    from confluent_kafka import AcknowledgeType, TopicPartition
+    from confluent_kafka.admin import NewTopic
+
+    topic = f"share-{uuid.uuid4().hex[:8]}"
+    good, broken = (f"kaudit-test-share-{name}-{uuid.uuid4().hex[:6]}"
+                    for name in ("good", "broken"))
+    admin(lab).create_topics([NewTopic(topic, 2, 3)])[topic].result(30)
+    for p in (0, 1):
+        _produce(lab, topic, p, 10)
+    # broken: Kafka's defaults (latest, read_uncommitted) and 2 deliveries; it starts at the
+    # log end on both partitions, then leaves.
+    set_group_configs(lab, broken, share_delivery_count_limit="2")
+    late = new_share_consumer(ConnectionSettings(lab.bootstrap), broken)
+    try:
+        late.subscribe([topic])
+        assert wait_for(lambda: late.poll(0.5) is not None and _state_known(lab, broken, 2),
+                        60), "the broken group took no start on both partitions"
+    finally:
+        late.close()
+    # Written two hours ago (by their timestamps): the broken group leaves them waiting.
+    for p in (0, 1):
+        _produce(lab, topic, p, 10, age_ms=2 * 3600 * 1000)
+    set_group_configs(lab, good, share_auto_offset_reset="earliest",
+                      share_isolation_level="read_committed")
+    member = new_share_consumer(ConnectionSettings(lab.bootstrap), good)
+    try:
+        member.subscribe([topic])
+        got = 0
+        deadline = time.monotonic() + 60
+        while got < 40:
+            assert time.monotonic() < deadline, f"{got} of 40 records within 60 s"
+            for msg in member.poll(1.0):
+                assert msg.error() is None, msg.error()
+                member.acknowledge(msg, AcknowledgeType.ACCEPT)
+                got += 1
+        assert all(e is None for e in member.commit_sync(30).values())
+        # Retention's work, by hand: partition 0 loses 5 records the broken group never had.
+        admin(lab).delete_records([TopicPartition(topic, 0, 15)])[
+            TopicPartition(topic, 0, 15)].result(30)
+        assert wait_for(lambda: _state_known(lab, good, 2), 30)
+
+        snap_file = tmp_path / "snap.json"
+        run = run_kaudit("snapshot", "-b", lab.bootstrap, "-o", str(snap_file))
+        assert run.code == 0, run.stderr
+        shares = {g["group_id"]: g for g in json.loads(snap_file.read_text())["share_groups"]}
+        for group in (good, broken):
+            ours = sorted([group, s["topic"], str(s["partition"]),
+                           "-" if s["start_offset"] is None else str(s["start_offset"]),
+                           "-" if s["lag"] is None else str(s["lag"])]
+                          for s in shares[group]["partitions"])
+            assert ours == sorted(share_group_command(lab, group, "--offsets")), group
+        # Kafka says: good at 20 on both (all delivered), broken still at 10 on both.
+        assert [s["start_offset"] for s in shares[good]["partitions"]] == [20, 20]
+        assert [s["start_offset"] for s in shares[broken]["partitions"]] == [10, 10]
+        (row,) = share_group_command(lab, good, "--members")
+        (m,) = shares[good]["members"]
+        assert row == [good, m["member_id"], "/" + m["host"], m["client_id"], "2",
+                       f"{topic}:0,1"]
+        for group in (good, broken):
+            (state,) = share_group_command(lab, group, "--state")
+            g = shares[group]
+            assert [state[0], state[2], state[3], state[4]] == [
+                group, f"({g['coordinator']})", g["state"], str(len(g["members"]))]
+
+        policy = tmp_path / "share.yaml"
+        policy.write_text(f"profiles:\n  audited: {{extends: exactly-once}}\n"
+                          f"topics:\n  - match: [\"{topic}\"]\n    profile: audited\n"
+                          "  - match: \"*\"\n    skip: true\n")
+        run = run_kaudit("check", "-b", lab.bootstrap, "-p", str(policy), "--format", "json",
+                         "--exit-zero")
+        assert run.code == 0, run.stderr
+        doc = json.loads(run.stdout)
+        assert _findings(doc, good) == {}, _findings(doc, good)
+        bad = _findings(doc, broken)
+        assert sorted(bad) == ["KA611", "KA612", "KA613", "KA614", "KA615"], bad
+        assert bad["KA611"][0]["subject"]["name"] == f"{broken}@{topic}-0"
+        assert "5 records deleted" in bad["KA611"][0]["message"]
+        assert bad["KA614"][0]["actual"] == "share.delivery.count.limit 2"
+        assert bad["KA615"][0]["subject"]["name"] == f"{broken}@{topic}-1"
+        assert "10 records wait" in bad["KA615"][0]["message"]
+    finally:
+        member.close()
         admin(lab).delete_topics([topic])
