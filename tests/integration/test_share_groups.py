@@ -27,6 +27,7 @@ from tests.integration.test_lab import admin
 pytestmark = pytest.mark.kafka
 
 N = 30
+TWO_HOURS_MS = 2 * 3600 * 1000
 
 
 def set_group_configs(lab: Lab, group: str, **configs: str) -> None:
@@ -93,13 +94,13 @@ def share_group_command(lab: Lab, group: str, *view: str) -> list[list[str]]:
             if line.strip() and not line.startswith("GROUP")]
 
 
-def _state_known(lab: Lab, group: str, partitions: int) -> bool:
-    brokers = tuple(Broker(id=i, host=h, port=int(p)) for i, (h, p) in enumerate(
-        (b.rsplit(":", 1) for b in lab.bootstrap.split(",")), start=1))
+def share_state(lab: Lab, group: str) -> dict[int, tuple[int | None, int | None]]:
+    """The group's (start offset, lag) per partition, as its coordinator says now."""
+    brokers = tuple(Broker(id=b.id, host=b.host, port=b.port)
+                    for b in admin(lab).list_topics(timeout=10).brokers.values())
     read = read_share_groups(ConnectionSettings(lab.bootstrap), brokers, Deadline(10))
-    return any(g.group_id == group and len([s for s in g.partitions
-                                            if s.start_offset is not None]) == partitions
-               for g in read.groups)
+    return {s.partition: (s.start_offset, s.lag) for g in read.groups if g.group_id == group
+            for s in g.partitions}
 
 
 def _produce(lab: Lab, topic: str, partition: int, n: int, age_ms: int = 0) -> None:
@@ -110,6 +111,16 @@ def _produce(lab: Lab, topic: str, partition: int, n: int, age_ms: int = 0) -> N
     for i in range(n):
         producer.produce(topic, value=str(i), partition=partition, timestamp=stamp)
     assert producer.flush(30) == 0
+
+
+def _end(lab: Lab, topic: str, partition: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": lab.bootstrap, "group.id": "kaudit-test-ends"})
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, partition), 10)[1])
+    finally:
+        consumer.close()
 
 
 def _findings(doc: dict[str, Any], group: str) -> dict[str, list[dict[str, Any]]]:
@@ -131,37 +142,57 @@ def test_check_sees_share_groups_as_kafkas_own_tool_and_each_rule_fails_only_the
     admin(lab).create_topics([NewTopic(topic, 2, 3)])[topic].result(30)
     for p in (0, 1):
         _produce(lab, topic, p, 10)
-    # broken: Kafka's defaults (latest, read_uncommitted) and 2 deliveries; it starts at the
-    # log end on both partitions, then leaves.
+    # broken: Kafka's defaults (latest, read_uncommitted) and 2 deliveries. It starts at the
+    # log end, so the 20 records already there are skipped; it accepts one record written
+    # after it joined on each partition (its start offsets are kept from then on), and
+    # leaves.
     set_group_configs(lab, broken, share_delivery_count_limit="2")
     late = new_share_consumer(ConnectionSettings(lab.bootstrap), broken)
     try:
         late.subscribe([topic])
-        assert wait_for(lambda: late.poll(0.5) is not None and _state_known(lab, broken, 2),
-                        60), "the broken group took no start on both partitions"
+        got: set[int] = set()
+
+        def one_each() -> bool:  # written two hours ago, by their timestamps
+            for p in {0, 1} - got:
+                _produce(lab, topic, p, 1, age_ms=TWO_HOURS_MS)
+            for msg in late.poll(1.0):
+                assert msg.error() is None, msg.error()
+                late.acknowledge(msg, AcknowledgeType.ACCEPT)
+                got.add(msg.partition())
+            return got == {0, 1}
+
+        assert wait_for(one_each, 60), f"the broken group got records of {got} only"
+        assert all(e is None for e in late.commit_sync(30).values())
     finally:
         late.close()
-    # Written two hours ago (by their timestamps): the broken group leaves them waiting.
+    # Kafka keeps a start offset for it from now on (it moves it lazily: where the group
+    # began, not past what it accepted).
+    assert wait_for(lambda: all(share_state(lab, broken).get(p, (None,))[0] is not None
+                                for p in (0, 1)), 30), share_state(lab, broken)
+    # The broken group leaves these waiting.
     for p in (0, 1):
-        _produce(lab, topic, p, 10, age_ms=2 * 3600 * 1000)
+        _produce(lab, topic, p, 10, age_ms=TWO_HOURS_MS)
     set_group_configs(lab, good, share_auto_offset_reset="earliest",
                       share_isolation_level="read_committed")
     member = new_share_consumer(ConnectionSettings(lab.bootstrap), good)
     try:
         member.subscribe([topic])
-        got = 0
+        ends = {p: _end(lab, topic, p) for p in (0, 1)}
+        read = 0
         deadline = time.monotonic() + 60
-        while got < 40:
-            assert time.monotonic() < deadline, f"{got} of 40 records within 60 s"
+        while read < sum(ends.values()):
+            assert time.monotonic() < deadline, f"{read} of {sum(ends.values())} in 60 s"
             for msg in member.poll(1.0):
                 assert msg.error() is None, msg.error()
                 member.acknowledge(msg, AcknowledgeType.ACCEPT)
-                got += 1
+                read += 1
         assert all(e is None for e in member.commit_sync(30).values())
-        # Retention's work, by hand: partition 0 loses 5 records the broken group never had.
-        admin(lab).delete_records([TopicPartition(topic, 0, 15)])[
-            TopicPartition(topic, 0, 15)].result(30)
-        assert wait_for(lambda: _state_known(lab, good, 2), 30)
+        assert wait_for(lambda: [s[1] for s in share_state(lab, good).values()] == [0, 0],
+                        30), share_state(lab, good)
+        # Retention's work, by hand: partition 0 keeps its last 5 records; the broken group
+        # had 10 to go there (the good one none).
+        cut = TopicPartition(topic, 0, ends[0] - 5)
+        admin(lab).delete_records([cut])[cut].result(30)
 
         snap_file = tmp_path / "snap.json"
         run = run_kaudit("snapshot", "-b", lab.bootstrap, "-o", str(snap_file))
@@ -173,9 +204,12 @@ def test_check_sees_share_groups_as_kafkas_own_tool_and_each_rule_fails_only_the
                            "-" if s["lag"] is None else str(s["lag"])]
                           for s in shares[group]["partitions"])
             assert ours == sorted(share_group_command(lab, group, "--offsets")), group
-        # Kafka says: good at 20 on both (all delivered), broken still at 10 on both.
-        assert [s["start_offset"] for s in shares[good]["partitions"]] == [20, 20]
-        assert [s["start_offset"] for s in shares[broken]["partitions"]] == [10, 10]
+        # Kafka says: good is done with everything, broken has the old records to go (and
+        # any it was handed but had not accepted when it left).
+        assert [s["lag"] for s in shares[good]["partitions"]] == [0, 0]
+        assert all(s["lag"] >= 10 for s in shares[broken]["partitions"])
+        lag0 = shares[broken]["partitions"][0]["lag"]
+        start0 = shares[broken]["partitions"][0]["start_offset"]
         (row,) = share_group_command(lab, good, "--members")
         (m,) = shares[good]["members"]
         assert row == [good, m["member_id"], "/" + m["host"], m["client_id"], "2",
@@ -198,10 +232,17 @@ def test_check_sees_share_groups_as_kafkas_own_tool_and_each_rule_fails_only_the
         bad = _findings(doc, broken)
         assert sorted(bad) == ["KA611", "KA612", "KA613", "KA614", "KA615"], bad
         assert bad["KA611"][0]["subject"]["name"] == f"{broken}@{topic}-0"
-        assert "5 records deleted" in bad["KA611"][0]["message"]
+        # 5 records left in the log: at least lag - 5 were deleted undelivered, at most
+        # those between the start offset and the new log start.
+        least, most = lag0 - 5, min(lag0, ends[0] - 5 - start0)
+        told = f"{least} records" if least == most else \
+            f"at least {least} records (at most {most})"
+        assert bad["KA611"][0]["actual"] == f"lag {lag0} ({told} deleted undelivered)"
         assert bad["KA614"][0]["actual"] == "share.delivery.count.limit 2"
         assert bad["KA615"][0]["subject"]["name"] == f"{broken}@{topic}-1"
-        assert "10 records wait" in bad["KA615"][0]["message"]
+        lag1 = shares[broken]["partitions"][1]["lag"]
+        assert f"{lag1} records wait" in bad["KA615"][0]["message"]
+        assert "written 2 h ago" in bad["KA615"][0]["message"]
     finally:
         member.close()
         admin(lab).delete_topics([topic])

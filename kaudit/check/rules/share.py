@@ -80,34 +80,43 @@ def _records(n: int) -> str:
 
 
 @rule("KA611", "share.undelivered-records-deleted", Severity.error,
-      "A share group's start offset is below the log start: records were deleted before "
-      "the group delivered them.",
+      "Records a share group had not finished with were deleted.",
       scope="topic",
-      what="Reports share groups whose share-partition start offset (the oldest record the "
-           "group is not done with) is below the partition's log start offset, with the "
-           "number of records deleted in between.",
+      what="Reports share groups whose lag (the records they have not finished with, as "
+           "the broker counts them) exceeds what the partition still holds after its "
+           "start offset: retention or delete-records removed the rest. The count is the "
+           "least that can have been lost, with the most.",
       why="Those records were written and acknowledged, and the group never finished with "
-          "them: retention (or delete-records) removed them first. No member sees an error.",
-      example="jobs starts at offset 120 on orders-3; retention moved the log start to 500: "
-              "380 records deleted before jobs delivered them.",
+          "them: they were deleted first. No member sees an error. Kafka moves a share "
+          "group's start offset lazily, so a start offset below the log start alone proves "
+          "nothing: the lag does.",
+      example="jobs lags 780 records on orders-3 from offset 120; the log starts at 500 and "
+              "ends at 900: at least 380 records were deleted before jobs delivered them.",
       fix="Find why the group stopped (no members, a poison record, too few members); raise "
           "retention.ms on topics a share group can fall behind on.")
 def undelivered_records_deleted(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
-    """start offset < log start."""
+    """lag > high watermark - max(log start, start offset)."""
     for group in _readers(topic, ctx.snapshot):
         for state in _states(group, topic.name):
             ends = ctx.snapshot.partition_offsets(topic.name, state.partition)
-            if ends is None or state.start_offset is None or state.start_offset >= ends.log_start:
+            if ends is None or state.start_offset is None or state.lag is None \
+                    or state.start_offset >= ends.log_start:
                 continue
-            lost = ends.log_start - state.start_offset
+            least = state.lag - (ends.high_watermark - ends.log_start)
+            if least <= 0:
+                continue
+            most = min(state.lag, ends.log_start - state.start_offset)
+            told = _records(least) if most == least else \
+                f"at least {_records(least)} (at most {most})"
             yield Violation(share_subject(group, topic.name, state.partition),
-                            f"Share group {group.group_id} starts at offset "
-                            f"{state.start_offset} on {topic.name}-{state.partition}, below "
-                            f"the log start {ends.log_start}: {_records(lost)} deleted "
-                            "before the group delivered them.",
-                            expected=f"start offset >= log start {ends.log_start}",
-                            actual=f"start offset {state.start_offset} ({lost} records "
-                                   "deleted undelivered)",
+                            f"Share group {group.group_id} lags {_records(state.lag)} on "
+                            f"{topic.name}-{state.partition} from offset "
+                            f"{state.start_offset}, but the log keeps only "
+                            f"{ends.high_watermark - ends.log_start} (from {ends.log_start}): "
+                            f"{told} deleted before the group delivered them.",
+                            expected=f"lag <= {ends.high_watermark - ends.log_start} records "
+                                     "still in the log",
+                            actual=f"lag {state.lag} ({told} deleted undelivered)",
                             source="share group offsets", topic=topic.name)
 
 
@@ -224,9 +233,10 @@ def delivery_limit_low(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
 @rule("KA615", "share.idle-with-lag", Severity.warning,
       "A share group with no members leaves records undelivered.",
       scope="topic",
-      what="Reports share groups that have no member while records wait on a partition, "
-           "and whose oldest undelivered record is older than the profile's "
-           "share_idle_lag_minutes.",
+      what="Reports share groups that have no member while records wait on a partition "
+           "(lag), and that have not moved past a record written longer ago than the "
+           "profile's share_idle_lag_minutes (the record at the start offset: Kafka moves "
+           "the start offset lazily, so it may be one already delivered).",
       why="Nothing delivers a share group's records while it has no member; a queue that "
           "silently stopped is found when retention deletes its records (KA611).",
       example="jobs has no members; 420 records wait on orders-0, the oldest written 3 h "
@@ -248,15 +258,19 @@ def idle_with_lag(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
             if since is None or now - since < limit_ms or ends is None \
                     or state.start_offset is None:
                 continue
+            # Without the broker's lag (Kafka 4.1), what lies after the start offset: the
+            # records there may be done with already, so it is the most that waits.
             lag = state.lag if state.lag is not None else \
                 max(0, ends.high_watermark - state.start_offset)
             if lag <= 0:
                 continue
             yield Violation(share_subject(group, topic.name, state.partition),
                             f"Share group {group.group_id} has no members; {_records(lag)} "
-                            f"wait on {topic.name}-{state.partition}, the oldest (offset "
-                            f"{state.start_offset}) written {duration(now - since)} ago.",
-                            expected=f"oldest undelivered record younger than "
+                            f"wait on {topic.name}-{state.partition}, and it has not moved "
+                            f"past offset {state.start_offset}, written "
+                            f"{duration(now - since)} ago.",
+                            expected=f"start offset's record younger than "
                                      f"{duration(limit_ms)}, or members",
-                            actual=f"no members, lag {lag}, oldest {duration(now - since)}",
+                            actual=f"no members, lag {lag}, start offset's record "
+                                   f"{duration(now - since)} old",
                             source="share group offsets", topic=topic.name)
