@@ -70,6 +70,17 @@ class ProtocolRead:
     """The broker that answered."""
 
 
+def load_kafka_python() -> None:
+    """Import kafka-python whole, in the calling thread, before threads use it: its modules
+    import one another in a circle, and two threads that enter it by different modules at
+    once deadlock on Python's import locks (the share-group and feature reads did)."""
+    import kafka  # its package imports the admin client, and with it the protocol
+    import kafka.protocol.admin
+    import kafka.protocol.api_message
+    import kafka.protocol.consumer
+    import kafka.protocol.metadata  # noqa: F401
+
+
 def feature_levels(finalized: Iterable[tuple[str, int]], supported: Iterable[str]
                    ) -> dict[str, str]:
     """Finalized levels by feature, as Kafka's own tool prints them: every feature the
@@ -102,6 +113,7 @@ def read_protocol(settings: ConnectionSettings, brokers: Sequence[Broker],
     except (InputError, ImportError, OSError) as exc:  # OSError: a CA or key file (TLS)
         why = f"not read: {redact(str(exc))}"
         return ProtocolRead(features_unread=why, elr_unread=why if topics else None)
+    load_kafka_python()
     answers = [_Answer(b) for b in brokers]
     for answer in answers:
         threading.Thread(target=_ask_features, args=(answer, config, deadline), daemon=True,
@@ -293,6 +305,7 @@ def read_epoch_ends(settings: ConnectionSettings, brokers: Mapping[int, Broker],
     for key, (leader, epoch) in asks.items():
         by_leader.setdefault(leader, {})[key] = epoch
     pending = []
+    load_kafka_python()
     for leader, wanted in sorted(by_leader.items()):
         broker = brokers.get(leader)
         if broker is None:

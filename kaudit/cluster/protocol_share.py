@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from kaudit.cluster.model import Broker, ShareGroup, ShareMember, SharePartition
-from kaudit.cluster.protocol import client_of, send_to, why_not_read
+from kaudit.cluster.protocol import client_of, load_kafka_python, send_to, why_not_read
 from kaudit.cluster.protocol_config import kafka_python_config
 from kaudit.connection.redact import redact
 from kaudit.connection.settings import ConnectionSettings
@@ -69,6 +69,8 @@ def read_share_groups(settings: ConnectionSettings, brokers: tuple[Broker, ...],
     except (InputError, ImportError, OSError) as exc:  # OSError: a CA or key file (TLS)
         out.unread.append(f"share groups: not read: {redact(str(exc))}")
         return out
+    load_kafka_python()
+    messages()
     asks = [_Ask(b) for b in brokers]
     for ask in asks:
         threading.Thread(target=_ask_broker, args=(ask, config, deadline), daemon=True,

@@ -34,7 +34,12 @@ from kaudit.cluster.model import (
     freeze_configs,
     is_internal_topic,
 )
-from kaudit.cluster.protocol import EligibleLeaders, ProtocolRead, read_protocol
+from kaudit.cluster.protocol import (
+    EligibleLeaders,
+    ProtocolRead,
+    load_kafka_python,
+    read_protocol,
+)
 from kaudit.cluster.protocol_share import ShareGroupsRead, read_share_groups
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
@@ -162,6 +167,7 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
     deadline = Deadline(session.settings.timeout)
     cluster_id, controller_id, brokers = session.describe_identity()
     metadata = session.list_topics()
+    load_kafka_python()  # before the threads below enter it
     # Slow answers overlap: the features and ELR (kafka-python) and each broker's configs
     # (a frozen broker, still registered, answers nothing until the deadline) are read in
     # threads while the topics' configs and the groups are read here.

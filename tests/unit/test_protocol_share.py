@@ -72,3 +72,42 @@ def test_share_partitions_with_no_state_no_lag_and_a_refused_one(version: int) -
                        lag=None),
         SharePartition(topic="orders", partition=2, start_offset=40, leader_epoch=0, lag=lag))
     assert billing.unread == "offsets of orders-1: TOPIC_AUTHORIZATION_FAILED"
+
+
+_BOTH_AT_ONCE = """
+import socket, threading
+from kaudit.cluster.model import Broker
+from kaudit.cluster.protocol import read_protocol
+from kaudit.cluster.protocol_share import read_share_groups
+from kaudit.connection.settings import ConnectionSettings
+from kaudit.waiting import Deadline
+
+silent = socket.socket()  # accepts connections (the backlog) and never answers
+silent.bind(("127.0.0.1", 0))
+silent.listen(8)
+brokers = (Broker(id=1, host="127.0.0.1", port=silent.getsockname()[1]),)
+settings, said = ConnectionSettings(f"127.0.0.1:{brokers[0].port}"), []
+reads = [lambda: said.append(str(read_protocol(settings, brokers, ["t"], Deadline(2)))),
+         lambda: said.append(str(read_share_groups(settings, brokers, Deadline(2))))]
+threads = [threading.Thread(target=r) for r in reads]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(10)
+print(said)
+"""
+
+
+def test_the_share_and_feature_reads_start_side_by_side_in_a_fresh_process() -> None:
+    """Each enters kafka-python by another module; in threads, at once, in a process that
+    had not imported it, they deadlocked on the import locks (ImportError, a broker's
+    reads lost) until it is imported whole before the threads start."""
+    import subprocess
+    import sys
+
+    for _ in range(3):
+        run = subprocess.run([sys.executable, "-c", _BOTH_AT_ONCE], capture_output=True,
+                             text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        assert "Error" not in run.stdout + run.stderr, run.stdout + run.stderr
+        assert "gave no answer within 2s" in run.stdout
