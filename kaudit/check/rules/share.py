@@ -190,7 +190,8 @@ def starts_at_latest(topic: Topic, ctx: TopicContext) -> Iterator[Violation]:
                         f"Share group {group.group_id} reads {topic.name} from the log end "
                         f"(share.auto.offset.reset {reset.value}): {told}.",
                         expected="share.auto.offset.reset earliest",
-                        actual=f"latest ({_records(waiting)} never to be delivered)",
+                        actual=f"latest ({_records(waiting)} never to be delivered)"
+                        if waiting else "latest",
                         source=reset.source.value, topic=topic.name)
 
 
