@@ -12,8 +12,8 @@ from kaudit.connection.properties import properties_text
 from kaudit.waiting import Deadline
 
 
-def _times(session: Any, *args: Any) -> Any:
-    return groups._times(session, *args, Deadline(60))
+def times_at(session: Any, *args: Any) -> Any:
+    return groups.times_at(session, *args, Deadline(60))
 
 
 class _Peeks:
@@ -35,7 +35,7 @@ class _Peeks:
 def test_two_groups_on_one_partition_each_get_the_time_of_their_own_offset() -> None:
     peeks = _Peeks({("orders", 0, 100): 1_000, ("orders", 0, 900): 9_000})
     unreadable: list[str] = []
-    times = _times(peeks, {("orders", 0, 100), ("orders", 0, 900)}, unreadable, "x")
+    times = times_at(peeks, {("orders", 0, 100), ("orders", 0, 900)}, unreadable, "x")
     assert times == {("orders", 0, 100): 1_000, ("orders", 0, 900): 9_000}
     assert len(peeks.calls) == 2 and unreadable == []  # one offset per partition per round
 
@@ -43,7 +43,7 @@ def test_two_groups_on_one_partition_each_get_the_time_of_their_own_offset() -> 
 def test_positions_that_give_no_answer_are_said_not_read() -> None:
     peeks = _Peeks({("orders", 0, 5): 1, ("audit", 1, 7): 2}, silent=frozenset({("audit", 1)}))
     unreadable: list[str] = []
-    times = _times(peeks, {("orders", 0, 5), ("audit", 1, 7)}, unreadable, "a lagging group")
+    times = times_at(peeks, {("orders", 0, 5), ("audit", 1, 7)}, unreadable, "a lagging group")
     assert times == {("orders", 0, 5): 1}
     assert unreadable == ["the record times of 1 position(s), e.g. audit-1 at offset 7 "
                           "(a lagging group): no answer within 5s"]
@@ -51,14 +51,14 @@ def test_positions_that_give_no_answer_are_said_not_read() -> None:
 
 def test_a_partition_that_ends_at_the_position_has_no_time_and_no_complaint() -> None:
     unreadable: list[str] = []
-    assert _times(_Peeks({("t", 0, 3): None}), {("t", 0, 3)}, unreadable, "x") == {}
+    assert times_at(_Peeks({("t", 0, 3): None}), {("t", 0, 3)}, unreadable, "x") == {}
     assert unreadable == []
 
 
 def test_more_offsets_on_a_partition_than_rounds_are_said_not_read() -> None:
     wanted = {("t", 0, o) for o in range(PEEK_ROUNDS + 2)}
     unreadable: list[str] = []
-    times = _times(_Peeks(dict.fromkeys(wanted, 5)), wanted, unreadable, "x")
+    times = times_at(_Peeks(dict.fromkeys(wanted, 5)), wanted, unreadable, "x")
     assert len(times) == PEEK_ROUNDS
     assert unreadable and "2 more position(s)" in unreadable[0]
 
