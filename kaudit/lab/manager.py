@@ -111,6 +111,9 @@ class BrokerView:
         return live
 
 
+KILL_WAIT_S = 60.0
+"""How long SIGKILLed nodes may take to be gone (they always go; a busy machine is slow)."""
+
 STILL_WAITING_EVERY_S = 10.0
 """How often a wait for the brokers says it is still waiting (a first start on a busy
 machine takes most of a minute)."""
@@ -232,7 +235,10 @@ def lab_up(
                 sec.grant_user_acls(_lab_client_config(state), timeout=30)
         except BaseException:
             # What this call started goes; a running lab a worker was added to stays up.
-            stop_nodes([n for n in state.nodes if n not in live], signal.SIGKILL, wait_s=10)
+            # A SIGKILLed JVM is gone within moments, but on a busy machine not always
+            # within 10 s (a CI job's cancel left three brokers running so): wait it out.
+            stop_nodes([n for n in state.nodes if n not in live], signal.SIGKILL,
+                       wait_s=KILL_WAIT_S)
             state.save()
             raise
         return state
