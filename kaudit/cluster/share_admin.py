@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
-from kaudit.errors import InputError
+from kaudit.errors import ConnectionFailure, InputError
+from kaudit.waiting import wait_for
 
 DEFAULT_DELIVERY_LIMIT = 5
 """Kafka's group.share.delivery.count.limit."""
@@ -25,20 +26,32 @@ def set_group_configs(session: AdminSession, group: str, configs: dict[str, str]
         except client.KafkaException as exc:
             raise InputError(f"the brokers refused the share group's configs "
                              f"{configs}: {kafka_message(exc)}") from None
+    # A group config travels through the metadata log: the broker that answers next may
+    # not have it yet, and a member that fetches before it does starts at the log end.
+    if not wait_for(lambda: all(group_configs(session, group).get(k) == v
+                                for k, v in configs.items()), timeout):
+        raise ConnectionFailure(f"the share group {group}'s configs {configs} were not "
+                                f"applied within {timeout:g}s")
+
+
+def group_configs(session: AdminSession, group: str) -> dict[str, str]:
+    """The group's configs as one broker describes them now ({} when it does not answer)."""
+    resource = client.ConfigResource(client.ResourceType.GROUP, group)
+    timeout = session.settings.timeout
+    try:
+        future = session.admin.describe_configs([resource], request_timeout=timeout)[resource]
+        found = session.outcome(future, timeout + 1)
+    except (client.KafkaException, ConnectionFailure):
+        return {}
+    return {name: str(entry.value) for name, entry in found.items() if entry.value is not None}
 
 
 def delivery_limit(session: AdminSession, group: str) -> int:
     """How many times the group delivers a record before it archives it: the group's
     ``share.delivery.count.limit`` (Kafka 4.3), else the brokers'
     ``group.share.delivery.count.limit``, else Kafka's default."""
-    resource = client.ConfigResource(client.ResourceType.GROUP, group)
-    timeout = session.settings.timeout
-    try:
-        future = session.admin.describe_configs([resource], request_timeout=timeout)[resource]
-        own = session.outcome(future, timeout + 1).get("share.delivery.count.limit")
-    except client.KafkaException:
-        own = None
-    if own is not None and own.value is not None:
-        return int(own.value)
+    own = group_configs(session, group).get("share.delivery.count.limit")
+    if own is not None:
+        return int(own)
     found = session.broker_values(("group.share.delivery.count.limit",))
     return int(found.get("group.share.delivery.count.limit", DEFAULT_DELIVERY_LIMIT))

@@ -18,8 +18,9 @@ class ShareSettings:
     workers: int = 3
     mix: Mix = field(default_factory=Mix)
     kill_worker: bool = False
-    """One worker stops acknowledging after ``hold_after`` processings, holding its
-    records' locks, and is SIGKILLed: its records must come back to the others."""
+    """The first worker to have processed ``hold_after`` records stops acknowledging,
+    holding its records' locks, and is SIGKILLed: its records must come back to the
+    others."""
     hold_after: int = 20
     lock_ms: int | None = None
     """``share.record.lock.duration.ms`` for the run's group (None: the brokers')."""

@@ -169,7 +169,7 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
         limit = delivery_limit(session, group)
         written = _write(conn, topic, run, settings)
         for w in range(settings.workers):
-            workers.start(w, settings.hold_after if settings.kill_worker and w == 0 else None)
+            workers.start(w, settings.hold_after if settings.kill_worker else None)
         deadline, done = Deadline(settings.settle_s), False
         while not deadline.expired() and not interrupted.is_set():
             notes.extend(workers.kill_holders())

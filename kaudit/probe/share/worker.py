@@ -8,9 +8,9 @@ step is a journal line written before the acknowledgement it announces, straight
 file (a SIGKILL loses nothing journaled); an acceptance is journaled again once the commit
 that carries it succeeded. Until SIGTERM.
 
-With ``hold_after`` it stops acknowledging once it has processed that many records and
-says so in a ``.holding`` file: it holds their locks, as a member that hangs does, until
-the runner kills it.
+With ``hold_after``, the first worker of the run to have processed that many records stops
+acknowledging and says so in a ``.holding`` file: it holds their locks, as a member that
+hangs does, until the runner kills it.
 """
 
 from __future__ import annotations
@@ -98,7 +98,8 @@ class ShareWorker:
                 else:
                     self.note(seq, delivery, Action.processed)
                     self.processed += 1
-                    if self.hold_after is not None and self.processed >= self.hold_after:
+                    if self.hold_after is not None and self.processed >= self.hold_after \
+                            and self.first_to_hold():
                         self.hold()
                     consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
                     accepted.append((msg.partition(), seq, delivery))
@@ -109,6 +110,16 @@ class ShareWorker:
             for partition, seq, delivery in accepted:
                 if partition not in failed:
                     self.note(seq, delivery, Action.accepted)
+
+    def first_to_hold(self) -> bool:
+        """Whether this worker is the one that holds (the first to get there: one run kills
+        one worker, whichever the records went to)."""
+        try:
+            os.close(os.open(self.run_dir / "hold.claim", os.O_CREAT | os.O_EXCL, 0o600))
+            return True
+        except FileExistsError:
+            self.hold_after = None
+            return False
 
     def hold(self) -> None:
         """Hold every lock it has until killed: say so, then wait."""
