@@ -51,7 +51,7 @@ def share_table(report: ShareReport) -> str:
         Fate.processed_twice, Fate.never_delivered, Fate.unsettled)]
     if odd:
         rows = [(a.seq, a.treatment.value, a.fate.value, a.deliveries, a.processings,
-                 a.wrong or a.why) for a in odd[:SHOWN]]
+                 a.why or a.wrong) for a in odd[:SHOWN]]
         lines += ["", tabulate(rows, headers=["record", "treatment", "fate", "deliveries",
                                               "processings", "why"])]
         if len(odd) > SHOWN:
