@@ -296,3 +296,8 @@ def prove(
 from kaudit.cli.consume import consume as _consume  # noqa: E402
 
 app.command("consume")(_consume)
+
+# `kaudit probe share`: the share-group half, in its own module too.
+from kaudit.cli.share import share as _share  # noqa: E402
+
+app.command("share")(_share)

@@ -1,0 +1,69 @@
+"""Render ``kaudit probe share``: every record's fate in a share group, the records that
+broke the expected semantics with why, and ``kaudit.share/v1`` JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabulate import tabulate
+
+from kaudit.probe.share.model import ShareReport
+from kaudit.probe.share.verify import Fate
+from kaudit.report.base import Report, text_only
+
+SCHEMA = "kaudit.share/v1"
+SHOWN = 10
+"""Records listed per table before "... and N more"."""
+
+
+def share_document(report: ShareReport) -> dict[str, Any]:
+    """The counts by fate, every record that is not plainly processed, the verdict."""
+    v = report.verification
+    return {
+        "schema": SCHEMA, "run_id": report.run_id, "topic": report.topic,
+        "group": report.group, "settings": report.settings.describe(),
+        "written": report.written, "delivery_limit": report.delivery_limit,
+        "fates": {f.value: v.counts.get(f.value, 0) for f in Fate},
+        "records": [{"seq": a.seq, "treatment": a.treatment.value, "fate": a.fate.value,
+                     "deliveries": a.deliveries, "processings": a.processings,
+                     "why": a.why or None, "wrong": a.wrong or None}
+                    for a in v.accounts if a.fate != Fate.processed or a.wrong],
+        "killed": report.killed, "settled": report.settled, "expect": v.expect,
+        "violations": report.violations(), "verdict": report.verdict,
+        "notes": report.notes, "seconds": round(report.seconds, 2),
+        "topic_deleted": report.topic_deleted,
+    }
+
+
+def share_table(report: ShareReport) -> str:
+    """The heading, the fates, the records that went wrong, the verdict."""
+    s, v = report.settings, report.verification
+    mix = ", ".join(f"{name} {share:.0%}" for name, share in (
+        ("release", s.mix.release), ("reject", s.mix.reject), ("poison", s.mix.poison))
+        if share) or "accept all"
+    lines = [f"kaudit probe share: {s.workers} worker(s), {report.written:,} records in "
+             f"{s.partitions} partition(s) of {report.topic}; {mix}; delivery count limit "
+             f"{report.delivery_limit}" + ("; one worker killed holding its locks"
+                                           if s.kill_worker else ""), ""]
+    lines.append(tabulate([[v.counts.get(f.value, 0) for f in Fate]],
+                          headers=[f.value.replace("_", " ") for f in Fate]))
+    odd = [a for a in v.accounts if a.wrong or a.fate in (
+        Fate.processed_twice, Fate.never_delivered, Fate.unsettled)]
+    if odd:
+        rows = [(a.seq, a.treatment.value, a.fate.value, a.deliveries, a.processings,
+                 a.why or a.wrong) for a in odd[:SHOWN]]
+        lines += ["", tabulate(rows, headers=["record", "treatment", "fate", "deliveries",
+                                              "processings", "why"])]
+        if len(odd) > SHOWN:
+            lines.append(f"... and {len(odd) - SHOWN} more (--format json lists them all)")
+    lines += ["", *[f"note: {n}" for n in report.notes], *([""] if report.notes else [])]
+    why = report.violations()
+    lines.append(f"verdict: {report.verdict.upper()}"
+                 + (f" (expected {v.expect})" if v.expect else "")
+                 + (f": {'; '.join(why)}" if why else "") + f"; {report.seconds:.1f} s")
+    return "\n".join(lines) + "\n"
+
+
+SHARE: Report[ShareReport] = Report(name="probe share", document=share_document,
+                                    renderers={"table": text_only(share_table)})
+"""The ``kaudit probe share`` report."""

@@ -1,0 +1,102 @@
+"""probe share's account: each record's fate from what the workers journaled, and the
+verdict under at-least-once and exactly-once."""
+
+from __future__ import annotations
+
+import pytest
+
+from kaudit.probe.share.verify import (
+    Action,
+    Event,
+    Fate,
+    Mix,
+    Treatment,
+    journal_line,
+    parse_event,
+    treatment,
+    verify,
+)
+
+ACCEPT_ONLY = Mix()
+
+
+def _seq_of(kind: Treatment, mix: Mix, skip: int = 0) -> int:
+    found = [s for s in range(1000) if treatment(s, mix) == kind]
+    return found[skip]
+
+
+def test_treatments_follow_the_shares_and_are_spread_over_the_sequence() -> None:
+    mix = Mix(release=0.1, reject=0.05, poison=0.02)
+    kinds = [treatment(s, mix) for s in range(10_000)]
+    assert abs(kinds.count(Treatment.release) - 1000) <= 10
+    assert abs(kinds.count(Treatment.reject) - 500) <= 10
+    assert abs(kinds.count(Treatment.poison) - 200) <= 10
+    # spread: every block of 100 has its share, give or take
+    assert all(1 <= kinds[i:i + 100].count(Treatment.poison) <= 4
+               for i in range(0, 10_000, 100))
+    with pytest.raises(ValueError):
+        Mix(release=0.7, reject=0.4)
+
+
+def test_accepted_once_released_then_processed_rejected_and_poison_archived() -> None:
+    mix = Mix(release=0.2, reject=0.2, poison=0.2)
+    a, r = _seq_of(Treatment.accept, mix), _seq_of(Treatment.release, mix)
+    j, p = _seq_of(Treatment.reject, mix), _seq_of(Treatment.poison, mix)
+    events = [
+        Event(a, 0, 0, 1, Action.processed), Event(a, 0, 0, 1, Action.accepted),
+        Event(r, 1, 0, 1, Action.released), Event(r, 0, 0, 2, Action.processed),
+        Event(r, 0, 0, 2, Action.accepted),
+        Event(j, 1, 0, 1, Action.rejected),
+        *[Event(p, w, 0, d, Action.released) for w, d in ((0, 1), (1, 2), (0, 3))]]
+    result = verify([a, r, j, p], events, mix, limit=3, killed={}, expect="exactly-once")
+    fates = {x.seq: (x.fate, x.deliveries, x.processings) for x in result.accounts}
+    assert fates == {a: (Fate.processed, 1, 1), r: (Fate.processed, 2, 1),
+                     j: (Fate.rejected, 1, 0), p: (Fate.archived, 3, 0)}
+    assert result.holds is True and result.violations == []
+
+
+def test_a_worker_killed_before_its_acceptance_committed_processes_twice() -> None:
+    a = _seq_of(Treatment.accept, ACCEPT_ONLY, 3)
+    events = [Event(a, 0, 0, 1, Action.processed, 10), Event(a, 1, 0, 2, Action.processed, 20),
+              Event(a, 1, 0, 2, Action.accepted, 21)]
+    result = verify([a], events, ACCEPT_ONLY, 5, {(0, 0): "SIGKILLed"}, "exactly-once")
+    (account,) = result.accounts
+    assert account.fate == Fate.processed_twice and account.processings == 2
+    assert account.why == ("worker 0 processed it (delivery 1) and was SIGKILLed before its "
+                           "acceptance was committed: the broker delivered it again")
+    assert result.holds is False and result.violations[0].wrong.startswith("processed 2 times")
+    assert verify([a], events, ACCEPT_ONLY, 5, {(0, 0): "SIGKILLed"},
+                  "at-least-once").holds is True
+
+
+def test_a_lock_that_expired_before_the_acceptance_is_said_so() -> None:
+    a = _seq_of(Treatment.accept, ACCEPT_ONLY)
+    events = [Event(a, 0, 0, 1, Action.processed), Event(a, 1, 0, 2, Action.processed),
+              Event(a, 1, 0, 2, Action.accepted)]
+    (account,) = verify([a], events, ACCEPT_ONLY, 5, {}, None).accounts
+    assert "its lock expired first" in account.why
+
+
+def test_what_breaks_at_least_once() -> None:
+    mix = Mix(reject=0.3, poison=0.3)
+    a = _seq_of(Treatment.accept, mix)
+    lost = _seq_of(Treatment.accept, mix, 1)
+    j, p = _seq_of(Treatment.reject, mix), _seq_of(Treatment.poison, mix)
+    events = [Event(a, 0, 0, 1, Action.rejected),          # an accept record rejected
+              Event(j, 0, 0, 1, Action.processed),          # a reject record processed
+              Event(j, 0, 0, 1, Action.accepted),
+              Event(p, 0, 0, 1, Action.released), Event(p, 0, 0, 2, Action.released)]
+    result = verify([a, lost, j, p], events, mix, 3, {}, "at-least-once")
+    wrong = {v.seq: v.wrong for v in result.violations}
+    assert wrong == {a: "rejected: never processed", lost: "never_delivered: never processed",
+                     j: "a rejected record was processed",
+                     p: "unsettled after 2 deliveries, not archived after exactly 3"}
+    assert result.counts == {"rejected": 1, "never_delivered": 1, "processed": 1,
+                             "unsettled": 1}
+
+
+def test_journal_lines_read_back_and_a_torn_one_is_skipped() -> None:
+    event = Event(41, 2, 1, 3, Action.released, 1_795_000_000_000)
+    assert parse_event(journal_line(event)) == event
+    assert parse_event("41 2 1 3 relea") is None
+    assert parse_event("41 2 1 3 eaten 5") is None
