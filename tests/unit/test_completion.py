@@ -47,7 +47,7 @@ def test_the_app_has_the_commands_completion_is_tested_on() -> None:
     (["kaudit", ""], COMMANDS),
     (["kaudit", "re"], ["reconcile"]),
     (["kaudit", "lab", ""], LAB_COMMANDS),
-    (["kaudit", "probe", ""], ["consume", "matrix", "prove"]),
+    (["kaudit", "probe", ""], ["consume", "matrix", "prove", "share"]),
     (["kaudit", "check", "--format", ""], CHECK_FORMATS),
     (["kaudit", "check", "--fail"], ["--fail-on"]),
     (["kaudit", "lab", "kill", "--signal", ""], ["TERM", "KILL", "STOP"]),
