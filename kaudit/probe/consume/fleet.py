@@ -3,11 +3,9 @@ each incarnation ended (what :func:`~kaudit.probe.consume.verify.verify` attribu
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Any
 
 from kaudit.probe.consume.journal import journal_name, read_journal
 from kaudit.probe.consume.worker import EXIT_FATAL, EXIT_STUCK
+from kaudit.probe.spawn import spawn_worker
 from kaudit.waiting import Deadline
 
 STOP_WAIT_S = 30.0
@@ -53,15 +52,8 @@ class Fleet:
         if dynamic or worker in self.dynamic:
             self.dynamic.add(worker)
             config["static_membership"] = False
-        err = (self.run_dir / f"w{worker}-i{incarnation}.err").open("wb")
-        proc = subprocess.Popen([sys.executable, "-m", "kaudit.probe.consume.worker"],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
-                                start_new_session=True)
-        err.close()
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(config).encode())  # secrets go through the pipe only
-        proc.stdin.close()
-        self.procs[worker] = proc
+        self.procs[worker] = spawn_worker("kaudit.probe.consume.worker", config,
+                                          self.run_dir / f"w{worker}-i{incarnation}.err")
 
     def running(self) -> list[int]:
         return sorted(w for w, p in self.procs.items() if p.poll() is None)

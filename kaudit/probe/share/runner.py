@@ -8,11 +8,9 @@ workers (journals) -> events -> :func:`~kaudit.probe.share.verify.verify` -> rep
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,6 +26,7 @@ from kaudit.errors import ConnectionFailure
 from kaudit.probe.share.model import ShareReport, ShareSettings
 from kaudit.probe.share.verify import Action, Event, Fate, parse_event, verify
 from kaudit.probe.share.worker import holding_name, journal_name, record_value
+from kaudit.probe.spawn import spawn_worker
 from kaudit.waiting import Deadline
 
 STOP_WAIT_S = 30.0
@@ -46,15 +45,8 @@ class Workers:
     def start(self, worker: int, hold_after: int | None) -> None:
         key = (worker, 0)
         config = dict(self.config, worker=worker, incarnation=0, hold_after=hold_after)
-        err = (self.run_dir / f"w{worker}-i0.err").open("wb")
-        proc = subprocess.Popen([sys.executable, "-m", "kaudit.probe.share.worker"],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
-                                start_new_session=True)
-        err.close()
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(config).encode())  # secrets go through the pipe only
-        proc.stdin.close()
-        self.procs[key] = proc
+        self.procs[key] = spawn_worker("kaudit.probe.share.worker", config,
+                                       self.run_dir / f"w{worker}-i0.err")
 
     def kill_holders(self) -> list[str]:
         """SIGKILL every worker that says it holds its locks; what was done, said."""
