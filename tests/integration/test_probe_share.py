@@ -5,6 +5,8 @@ brokers' own view of the group and a plain read of the topic."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,6 +56,16 @@ def test_each_treatment_ends_as_it_must_and_the_brokers_agree(lab: Lab) -> None:
         assert rows and all(row[4] == "0" for row in rows), rows
     finally:
         _cleanup(lab, doc)
+
+
+def test_without_keep_the_topic_and_the_journals_go(lab: Lab) -> None:
+    before = set(Path(tempfile.gettempdir()).glob("kaudit-share-*"))
+    run = run_kaudit("probe", "share", "-b", lab.bootstrap, "--format", "json", "--count",
+                     "30", "--expect", "at-least-once", timeout=400)
+    assert run.code == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["topic_deleted"] and doc["fates"]["processed"] == 30
+    assert set(Path(tempfile.gettempdir()).glob("kaudit-share-*")) == before
 
 
 def test_a_killed_workers_records_come_back_and_exactly_once_says_why_not(lab: Lab) -> None:

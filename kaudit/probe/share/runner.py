@@ -9,6 +9,7 @@ workers (journals) -> events -> :func:`~kaudit.probe.share.verify.verify` -> rep
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -174,9 +175,10 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
             notes.append(f"not every record reached its end within {settings.settle_s:g}s")
     finally:
         workers.stop()
+        events = workers.events()
         if not settings.keep:
             deleted = delete_probe_topic(session, topic)
-    events = workers.events()
+            shutil.rmtree(run_dir, ignore_errors=True)  # the journals, read above
     result = verify(written, events, settings.mix, limit, workers.killed, settings.expect)
     if settings.keep:
         notes.append(f"kept: topic and group {topic}; journals in {run_dir}")
