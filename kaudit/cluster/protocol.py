@@ -197,8 +197,7 @@ def _ask_features(answer: _Answer, config: dict[str, Any], deadline: Deadline) -
         request = ApiVersionsRequest(client_software_name="kaudit",
                                      client_software_version="1", min_version=3)
         response = send_to(answer.client, broker.id, request, deadline)
-        if response.error_code:
-            raise RuntimeError(f"ApiVersions error code {response.error_code}")
+        raise_for(response.error_code, "ApiVersions")
         answer.features = feature_levels(
             ((f.name, f.max_version_level) for f in response.finalized_features or ()),
             (f.name for f in response.supported_features or ()))
@@ -245,6 +244,19 @@ def _describe_partitions(client: Any, node_id: int, topics: Sequence[str],
             return found
         cursor = Cursor(topic_name=response.next_cursor.topic_name,
                         partition_index=response.next_cursor.partition_index)
+
+
+def error_name(code: int) -> str:
+    """Kafka's name of a protocol error code (``NOT_COORDINATOR``...)."""
+    from kafka.errors import for_code
+
+    return str(getattr(for_code(code), "message", code))
+
+
+def raise_for(code: int, what: str) -> None:
+    """Raise, naming the error, when an answer's ``code`` is not 0."""
+    if code:
+        raise RuntimeError(f"{what}: {error_name(code)}")
 
 
 def why_not_read(exc: BaseException, broker: Broker, deadline: Deadline) -> str:
@@ -403,8 +415,6 @@ def epoch_answers(response: Any, leader: int, wanted: Mapping[tuple[str, int], i
                   ) -> dict[tuple[str, int], EpochEnd | str]:
     """Each asked partition's :class:`EpochEnd` from an OffsetForLeaderEpoch response, or
     what the leader said instead."""
-    from kafka.errors import for_code
-
     out: dict[tuple[str, int], EpochEnd | str] = {}
     for topic in response.topics:
         for p in topic.partitions:
@@ -412,7 +422,7 @@ def epoch_answers(response: Any, leader: int, wanted: Mapping[tuple[str, int], i
             if key not in wanted:
                 continue
             if p.error_code:
-                out[key] = f"broker {leader} answered {for_code(p.error_code).message}"
+                out[key] = f"broker {leader} answered {error_name(p.error_code)}"
             elif p.end_offset is None or p.end_offset < 0 or p.leader_epoch is None \
                     or p.leader_epoch < 0:
                 # UNDEFINED_EPOCH: no epoch at or below it in its log's epoch history (an

@@ -14,13 +14,21 @@ from __future__ import annotations
 import contextlib
 import threading
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
 from kaudit.cluster.model import Broker, ShareGroup, ShareMember, SharePartition
-from kaudit.cluster.protocol import client_of, load_kafka_python, send_to, why_not_read
+from kaudit.cluster.protocol import (
+    client_of,
+    error_name,
+    load_kafka_python,
+    raise_for,
+    send_to,
+    why_not_read,
+)
 from kaudit.cluster.protocol_config import kafka_python_config
 from kaudit.connection.redact import redact
 from kaudit.connection.settings import ConnectionSettings
@@ -28,6 +36,9 @@ from kaudit.errors import InputError
 from kaudit.waiting import Deadline
 
 SCHEMAS = "kaudit.cluster.schemas"
+GROUP_KEY, SHARE_KEY = 0, 2
+"""FindCoordinator's key types: a group's coordinator; a share-partition's share
+coordinator (the leader of its ``__share_group_state`` partition)."""
 
 
 @cache
@@ -96,7 +107,7 @@ def _ask_broker(ask: _Ask, config: dict[str, Any], deadline: Deadline) -> None:
         listed = send_to(ask.client, broker.id,
                          ListGroupsRequest(states_filter=[], types_filter=["share"],
                                            min_version=5), deadline)
-        _raise_for(listed.error_code, "ListGroups")
+        raise_for(listed.error_code, "ListGroups")
         ids = sorted(g.group_id for g in listed.groups)
         if not ids:
             ask.groups = []
@@ -104,9 +115,7 @@ def _ask_broker(ask: _Ask, config: dict[str, Any], deadline: Deadline) -> None:
         m = messages()
         described = send_to(ask.client, broker.id, m.ShareGroupDescribeRequest(
             group_ids=ids, include_authorized_operations=False, min_version=1), deadline)
-        offsets = send_to(ask.client, broker.id, m.DescribeShareGroupOffsetsRequest(
-            groups=[m.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(
-                group_id=g, topics=None) for g in ids]), deadline)
+        offsets = send_to(ask.client, broker.id, _offsets_request(ids), deadline)
         ask.groups = share_groups(described, offsets, broker.id)
     except Exception as exc:
         ask.error = why_not_read(exc, broker, deadline)
@@ -114,43 +123,62 @@ def _ask_broker(ask: _Ask, config: dict[str, Any], deadline: Deadline) -> None:
         ask.done.set()
 
 
-def _raise_for(code: int, what: str) -> None:
-    if code:
-        raise RuntimeError(f"{what}: {_error_name(code)}")
+def _offsets_of(group: Any) -> tuple[list[SharePartition], str | None]:
+    """One group's share-partitions in a DescribeShareGroupOffsets answer, and why some
+    are missing (None: none is)."""
+    found: list[SharePartition] = []
+    why = f"offsets: {error_name(group.error_code)}" if group.error_code else None
+    for topic in group.topics:
+        for p in topic.partitions:
+            if p.error_code:
+                why = f"offsets of {topic.topic_name}-{p.partition_index}: " \
+                      f"{error_name(p.error_code)}"
+                continue
+            lag = getattr(p, "lag", -1)  # absent before v1 (Kafka 4.1)
+            found.append(SharePartition(
+                topic=topic.topic_name, partition=p.partition_index,
+                start_offset=p.start_offset if p.start_offset >= 0 else None,
+                leader_epoch=p.leader_epoch if p.leader_epoch >= 0 else None,
+                lag=lag if lag is not None and lag >= 0 else None))
+    return sorted(found, key=lambda s: (s.topic, s.partition)), why
 
 
-def _error_name(code: int) -> str:
-    from kafka.errors import for_code
+def _offsets_request(groups: Sequence[str]) -> Any:
+    m = messages()
+    return m.DescribeShareGroupOffsetsRequest(groups=[
+        m.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(
+            group_id=g, topics=None) for g in groups])
 
-    return str(getattr(for_code(code), "message", code))
+
+def share_offsets(settings: ConnectionSettings, coordinator: Broker, group: str,
+                  deadline: Deadline) -> list[SharePartition]:
+    """``group``'s share-partitions (start offset, lag) as its coordinator answers now;
+    raises when it does not answer for all of them."""
+    config = kafka_python_config(settings)
+    load_kafka_python()
+    client = client_of(coordinator, config, deadline)
+    try:
+        answer = send_to(client, coordinator.id, _offsets_request([group]), deadline)
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+    (entry,) = answer.groups
+    found, why = _offsets_of(entry)
+    if why is not None:
+        raise RuntimeError(why)
+    return found
 
 
 def share_groups(described: Any, offsets: Any, coordinator: int) -> list[ShareGroup]:
     """The groups in a ShareGroupDescribe answer with their share-partitions from a
     DescribeShareGroupOffsets answer; a group or partition the coordinator refused carries
     why instead."""
-    partitions: dict[str, tuple[list[SharePartition], str | None]] = {}
-    for group in offsets.groups:
-        found: list[SharePartition] = []
-        why = f"offsets: {_error_name(group.error_code)}" if group.error_code else None
-        for topic in group.topics:
-            for p in topic.partitions:
-                if p.error_code:
-                    why = f"offsets of {topic.topic_name}-{p.partition_index}: " \
-                          f"{_error_name(p.error_code)}"
-                    continue
-                lag = getattr(p, "lag", -1)  # absent before v1 (Kafka 4.1)
-                found.append(SharePartition(
-                    topic=topic.topic_name, partition=p.partition_index,
-                    start_offset=p.start_offset if p.start_offset >= 0 else None,
-                    leader_epoch=p.leader_epoch if p.leader_epoch >= 0 else None,
-                    lag=lag if lag is not None and lag >= 0 else None))
-        partitions[group.group_id] = (sorted(found, key=lambda s: (s.topic, s.partition)), why)
+    partitions = {group.group_id: _offsets_of(group) for group in offsets.groups}
     out = []
     for g in described.groups:
         if g.error_code:
             out.append(ShareGroup(group_id=g.group_id, state="Unknown", coordinator=coordinator,
-                                  unread=f"described: {_error_name(g.error_code)}"))
+                                  unread=f"described: {error_name(g.error_code)}"))
             continue
         found, why = partitions.get(g.group_id, ([], "offsets: not answered"))
         out.append(ShareGroup(
@@ -171,3 +199,37 @@ def _close_when_done(ask: _Ask) -> None:
     if ask.client is not None:
         with contextlib.suppress(Exception):  # a frozen broker's client: nothing to report
             ask.client.close()
+
+
+def find_coordinator(settings: ConnectionSettings, brokers: Sequence[Broker], key_type: int,
+                     key: str, deadline: Deadline) -> int:
+    """The broker id that coordinates ``key`` (FindCoordinator v6, ``key_type``
+    :data:`GROUP_KEY` or :data:`SHARE_KEY`), asked of each of ``brokers`` in turn until one
+    answers; raises with every broker's reason when none does."""
+    from kafka.protocol.metadata import FindCoordinatorRequest
+
+    config = kafka_python_config(settings)
+    load_kafka_python()
+    said = []
+    for broker in brokers:
+        client = None
+        try:
+            client = client_of(broker, config, deadline)
+            answer = send_to(client, broker.id, FindCoordinatorRequest(
+                key_type=key_type, coordinator_keys=[key], min_version=4), deadline)
+            (found,) = answer.coordinators
+            raise_for(found.error_code, "FindCoordinator")
+            return int(found.node_id)
+        except Exception as exc:
+            said.append(why_not_read(exc, broker, deadline))
+        finally:
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close()
+    raise RuntimeError(f"no coordinator found for {key}: " + "; ".join(said))
+
+
+def share_state_key(group: str, topic_id: str, partition: int) -> str:
+    """The share coordinator's key of a share-partition: ``group:topicId:partition``, the
+    topic id in Kafka's own spelling (URL-safe base64 without padding)."""
+    return f"{group}:{topic_id.replace('/', '_').replace('+', '-').rstrip('=')}:{partition}"

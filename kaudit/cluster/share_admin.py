@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
+from kaudit.cluster.model import Broker
 from kaudit.errors import ConnectionFailure, InputError
-from kaudit.waiting import wait_for
+from kaudit.waiting import Deadline, wait_for
 
 DEFAULT_DELIVERY_LIMIT = 5
 """Kafka's group.share.delivery.count.limit."""
@@ -55,3 +56,48 @@ def delivery_limit(session: AdminSession, group: str) -> int:
         return int(own)
     found = session.broker_values(("group.share.delivery.count.limit",))
     return int(found.get("group.share.delivery.count.limit", DEFAULT_DELIVERY_LIMIT))
+
+
+def _live_brokers(session: AdminSession) -> list[Broker]:
+    brokers = session.list_topics().brokers.values()
+    return sorted((Broker(b.id, b.host, b.port) for b in brokers), key=lambda b: b.id)
+
+
+def _broker(session: AdminSession, broker_id: int) -> Broker:
+    found = [b for b in _live_brokers(session) if b.id == broker_id]
+    if not found:
+        raise ConnectionFailure(f"broker {broker_id} is not in the cluster's metadata")
+    return found[0]
+
+
+def group_lag(session: AdminSession, group: str) -> dict[tuple[str, int], int | None]:
+    """Each share-partition of ``group`` and the records its coordinator says are left to
+    deliver or acknowledge (None: not said); raises when it cannot be read."""
+    from kaudit.cluster.protocol_share import share_offsets
+
+    coordinator = _broker(session, group_coordinator(session, group))
+    found = share_offsets(session.settings, coordinator, group,
+                          Deadline(session.settings.timeout))
+    return {(p.topic, p.partition): p.lag for p in found}
+
+
+def group_coordinator(session: AdminSession, group: str) -> int:
+    """The broker that coordinates share group ``group`` (its members' heartbeats and
+    assignments); a failed lookup raises."""
+    from kaudit.cluster.protocol_share import GROUP_KEY, find_coordinator
+
+    return find_coordinator(session.settings, _live_brokers(session), GROUP_KEY, group,
+                            Deadline(session.settings.timeout))
+
+
+def share_coordinator(session: AdminSession, group: str, topic: str, partition: int) -> int:
+    """The share coordinator of ``group``'s share-partition ``topic``-``partition``: the
+    leader of the ``__share_group_state`` partition that persists its delivery state; a
+    failed lookup raises."""
+    from kaudit.cluster.protocol_share import SHARE_KEY, find_coordinator, share_state_key
+
+    found = session.admin.describe_topics(client.TopicCollection([topic]))[topic]
+    topic_id = str(session.wait(found).topic_id)
+    return find_coordinator(session.settings, _live_brokers(session), SHARE_KEY,
+                            share_state_key(group, topic_id, partition),
+                            Deadline(session.settings.timeout))

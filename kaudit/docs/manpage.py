@@ -277,7 +277,8 @@ def _usage(command: CommandDoc) -> str:
 
 
 _COMMANDS_OF = {"probe": "kaudit probe, probe matrix and probe prove",
-                "probe consume": "kaudit probe consume", "canary": "kaudit canary"}
+                "probe consume": "kaudit probe consume", "canary": "kaudit canary",
+                "probe share": "kaudit probe share"}
 
 
 def _faults(w: RoffWriter) -> None:
@@ -288,7 +289,8 @@ def _faults(w: RoffWriter) -> None:
     w.paragraph(inline("What each --fault does, and which commands take it. Lab faults "
                        "signal the brokers of the lab that --lab-state-dir names."))
     for fault in FAULTS.values():
-        where = " and ".join(_COMMANDS_OF[c] for c in fault.commands)
+        names = [_COMMANDS_OF[c] for c in fault.commands]
+        where = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
         lab = "the lab" if fault.on_lab else "any cluster"
         timeout = (f" The producer's request.timeout.ms is {SHORT_REQUEST_TIMEOUT_MS} under "
                    "it unless --producer-property sets it."

@@ -45,11 +45,11 @@ __all__ = ["MISSING_MATPLOTLIB", "check_plot_target", "plot_timeline", "timeline
 
 MISSING_MATPLOTLIB = "drawing needs matplotlib, which kaudit depends on: pip install matplotlib"
 
-_WIDTH_IN, _HEIGHT_IN, _DPI = 12.0, 7.0, 110
+_WIDTH_IN, _HEIGHT_IN, DPI = 12.0, 7.0, 110
 _LOG_RATIO = 30.0
 """Use a log latency axis when the slowest second is this many times the fastest."""
 _SHADE = "#f4a6a6"
-_STYLE: dict[str, tuple[str, str, float]] = {
+STYLE: dict[str, tuple[str, str, float]] = {
     # kind: (colour, linestyle, linewidth)
     "fault": ("#c62828", "-", 1.6),
     "heal": ("#2e7d32", "-", 1.6),
@@ -112,14 +112,14 @@ def timeline_png(record: Mapping[str, Any]) -> bytes:
     with matplotlib.rc_context({"font.family": "DejaVu Sans", "font.size": 9,
                                 "legend.fontsize": 8, "xtick.labelsize": 8,
                                 "ytick.labelsize": 8, "axes.labelsize": 9}):
-        fig = Figure(figsize=(_WIDTH_IN, _HEIGHT_IN), dpi=_DPI)
+        fig = Figure(figsize=(_WIDTH_IN, _HEIGHT_IN), dpi=DPI)
         # Attaches itself: text is measured (get_window_extent) and drawn by Agg, at the
         # PNG's own dpi.
         FigureCanvasAgg(fig)
         _draw(fig, run)
         buf = io.BytesIO()
         # No timestamp or version in the metadata: the same record gives the same bytes.
-        fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
+        fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
     return buf.getvalue()
 
 
@@ -149,7 +149,7 @@ def _draw(fig: Figure, run: Run) -> None:
     # labels are placed last, measured against the panels' final size.
     header = _header(fig, run)
     fig.subplots_adjust(top=(header - _GAP_PX) / fig.bbox.height)
-    _event_labels(tp, [m for m in marks if m.kind in LABELLED])
+    event_labels(tp, [m for m in marks if m.kind in LABELLED])
 
 
 def _header(fig: Figure, run: Run) -> float:
@@ -291,7 +291,7 @@ _KIND_LABEL = {"fault": "fault", "heal": "heal", "leader-change": "leader change
 def _event_lines(tp: Axes, lat: Axes, marks: list[Mark]) -> None:
     legend: set[str] = set()
     for mark in marks:
-        colour, style, width = _STYLE[mark.kind]
+        colour, style, width = STYLE[mark.kind]
         for ax in (tp, lat):
             label = _KIND_LABEL[mark.kind] if ax is tp and mark.kind not in legend else None
             legend.add(mark.kind)
@@ -299,19 +299,19 @@ def _event_lines(tp: Axes, lat: Axes, marks: list[Mark]) -> None:
                        label=label)
 
 
-def _event_labels(ax: Axes, marks: list[Mark]) -> None:
+def event_labels(ax: Axes, marks: list[Mark]) -> None:
     """Labels hang from the top of the panel beside their line: right of it, or left of it
     where the panel ends first. Each sits as high as it can without covering another label;
     one that would hang lower than _LABEL_DEPTH of the panel is left out (its line stays).
     The y range then grows to keep the data under the labels."""
     panel = ax.get_window_extent()
-    pt = _DPI / 72  # pixels per point: offsets are in points, measures in pixels
+    pt = DPI / 72  # pixels per point: offsets are in points, measures in pixels
     floor = panel.y1 - _LABEL_DEPTH * panel.height
     placed: list[Bbox] = []
     for mark in marks:
         text = ax.annotate(mark.label, xy=(mark.at_s, 1.0), xycoords=("data", "axes fraction"),
                            xytext=(0, 0), textcoords="offset points", ha="left", va="top",
-                           fontsize=7.5, color=_STYLE[mark.kind][0], zorder=4,
+                           fontsize=7.5, color=STYLE[mark.kind][0], zorder=4,
                            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white",
                                  "edgecolor": "none", "alpha": 0.8})
         size = text.get_window_extent()

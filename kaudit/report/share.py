@@ -10,6 +10,7 @@ from tabulate import tabulate
 from kaudit.probe.share.model import ShareReport
 from kaudit.probe.share.verify import Fate
 from kaudit.report.base import Report, text_only
+from kaudit.report.share_page import share_html
 
 SCHEMA = "kaudit.share/v1"
 SHOWN = 10
@@ -32,6 +33,11 @@ def share_document(report: ShareReport) -> dict[str, Any]:
         "violations": report.violations(), "verdict": report.verdict,
         "notes": report.notes, "seconds": round(report.seconds, 2),
         "topic_deleted": report.topic_deleted,
+        "events": [{"at_s": e.at_s, "kind": e.kind, "detail": e.detail}
+                   for e in report.events],
+        "timeline": [{"second": t.second, "processed": t.processed, "released": t.released,
+                      "rejected": t.rejected, "redelivered": t.redelivered,
+                      "ack_failed": t.ack_failed} for t in report.timeline],
     }
 
 
@@ -44,7 +50,10 @@ def share_table(report: ShareReport) -> str:
     lines = [f"kaudit probe share: {s.workers} worker(s), {report.written:,} records in "
              f"{s.partitions} partition(s) of {report.topic}; {mix}; delivery count limit "
              f"{report.delivery_limit}" + ("; one worker killed holding its locks"
-                                           if s.kill_worker else ""), ""]
+                                           if s.kill_worker else "")
+             + ("; one worker held a record past its lock" if s.slow_worker else "")
+             + (f"; faults {', '.join(f.label() for f in s.faults)}" if s.faults else ""),
+             ""]
     lines.append(tabulate([[v.counts.get(f.value, 0) for f in Fate]],
                           headers=[f.value.replace("_", " ") for f in Fate]))
     odd = [a for a in v.accounts if a.wrong or a.fate in (
@@ -56,6 +65,8 @@ def share_table(report: ShareReport) -> str:
                                               "processings", "why"])]
         if len(odd) > SHOWN:
             lines.append(f"... and {len(odd) - SHOWN} more (--format json lists them all)")
+    if report.events:
+        lines += ["", *[f"{e.at_s:7.1f}s  {e.kind:<5}  {e.detail}" for e in report.events]]
     lines += ["", *[f"note: {n}" for n in report.notes], *([""] if report.notes else [])]
     why = report.violations()
     lines.append(f"verdict: {report.verdict.upper()}"
@@ -64,6 +75,12 @@ def share_table(report: ShareReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def share_page(report: ShareReport) -> str:
+    """The HTML page (:func:`~kaudit.report.share_page.share_html`)."""
+    return share_html(share_document(report))
+
+
 SHARE: Report[ShareReport] = Report(name="probe share", document=share_document,
-                                    renderers={"table": text_only(share_table)})
+                                    renderers={"table": text_only(share_table),
+                                               "html": text_only(share_page)})
 """The ``kaudit probe share`` report."""

@@ -104,7 +104,9 @@ class Targets:
     partition_roles: Callable[[], tuple[int, list[int]]]
     """Partition 0's leader and in-sync followers, fresh from metadata."""
     coordinator: Callable[[], int] | None = None
-    """The consumer group's coordinator (``probe consume``)."""
+    """The group's coordinator (``probe consume``, ``probe share``)."""
+    share_coordinator: Callable[[], int] | None = None
+    """The share coordinator of the share group's partition 0 (``probe share``)."""
     restart: ProducerRestart | None = None
     """The send loop's side of ``restart-producer``."""
     reader: ReaderStall | None = None
@@ -194,7 +196,9 @@ class FaultInjector(threading.Thread):
         if target == "broker":
             return int(fault.argument or -1)
         if target == "coordinator":
-            return self._coordinator(fault)
+            return self._coordinator(fault, self.targets.coordinator)
+        if target == "share-coordinator":
+            return self._coordinator(fault, self.targets.share_coordinator)
         leader, followers = self.targets.partition_roles()
         if target == "leader":
             return leader
@@ -209,10 +213,9 @@ class FaultInjector(threading.Thread):
         self._add_heal(f"broker {target} {'resumed' if signal_name == 'STOP' else 'restarted'}",
                        lambda: lab.start(target))
 
-    def _coordinator(self, fault: FaultSpec) -> int:
-        find = self.targets.coordinator
+    def _coordinator(self, fault: FaultSpec, find: Callable[[], int] | None) -> int:
         if find is None:
-            raise InputError(f"{fault.kind}: this run has no consumer group")
+            raise InputError(f"{fault.kind}: this run has no such group")
         deadline = Deadline(COORDINATOR_WAIT_S)
         while True:
             try:

@@ -20,6 +20,7 @@ from kaudit.errors import InputError
 PRODUCER = "probe"
 """The producer probe: ``kaudit probe``, ``probe matrix`` and ``probe prove``."""
 CONSUMER = "probe consume"
+SHARE = "probe share"
 CANARY = "canary"
 """``kaudit canary``: the producer's faults but restart-producer, and stall-reader."""
 
@@ -55,10 +56,12 @@ COMMAND = "'CMD'"
 """The argument of the faults that run a command (never repeated in reports: it may hold
 secrets)."""
 
-Target = Literal["leader", "follower", "broker", "coordinator", "reader", "producer"]
+Target = Literal["leader", "follower", "broker", "coordinator", "share-coordinator", "reader",
+                 "producer"]
 """What a fault aims at: partition 0's leader or an in-sync follower of it, the broker its
-argument names, the consumer group's coordinator, the canary's reader, the probe's
-producer session. The run offers them as the injector's ``Targets``."""
+argument names, the group's coordinator, the share coordinator of the share group's
+partition 0, the canary's reader, the probe's producer session. The run offers them as
+the injector's ``Targets``."""
 
 
 @dataclass(frozen=True)
@@ -104,14 +107,18 @@ class Fault:
         return f"{self.name}:{self.argument}"
 
 
-_BOTH = (PRODUCER, CONSUMER, CANARY)
+_ALL = (PRODUCER, CONSUMER, CANARY, SHARE)
 FAULTS: dict[str, Fault] = {f.name: f for f in (
     Fault("kill-leader", "SIGKILL the leader of partition 0 (probe consume: of its input "
-          "topic); restarted after --fault-duration", commands=_BOTH,
+          "topic); restarted after --fault-duration", commands=_ALL,
           step="signal", signal="KILL", target="leader"),
-    Fault("kill-coordinator", "SIGKILL the consumer group's coordinator; restarted after "
-          "--fault-duration", commands=(CONSUMER,),
-          step="signal", signal="KILL", target="coordinator"),
+    Fault("kill-coordinator", "SIGKILL the group's coordinator (probe consume: the consumer "
+          "group's, probe share: the share group's); restarted after --fault-duration",
+          commands=(CONSUMER, SHARE), step="signal", signal="KILL", target="coordinator"),
+    Fault("kill-share-coordinator", "SIGKILL the share coordinator of the share group's "
+          "partition 0 (the leader of the __share_group_state partition that keeps its "
+          "delivery state); restarted after --fault-duration", commands=(SHARE,),
+          step="signal", signal="KILL", target="share-coordinator"),
     Fault("stop-leader", "SIGTERM the leader of partition 0 (a controlled shutdown)",
           step="signal", signal="TERM", target="leader"),
     Fault("pause-leader", "SIGSTOP the leader of partition 0, resumed after --fault-duration "
@@ -119,7 +126,7 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           step="signal", signal="STOP", target="leader", shortens_request_timeout=True),
     Fault("pause-follower", "SIGSTOP an in-sync follower of partition 0",
           step="signal", signal="STOP", target="follower", shortens_request_timeout=True),
-    Fault("kill-broker", "SIGKILL broker ID", argument="ID",
+    Fault("kill-broker", "SIGKILL broker ID", argument="ID", commands=(PRODUCER, CANARY, SHARE),
           step="signal", signal="KILL", target="broker"),
     Fault("bounce-leader", "kill the leader of partition 0, restart it, and chase the next "
           "leader, N times within --fault-duration", argument="N",
@@ -144,9 +151,9 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           argument="SECONDS", default=STALL_READER_DEFAULT_S, most=STALL_READER_MAX_S,
           on_lab=False, commands=(CANARY,), step="stall_reader", target="reader"),
     Fault("exec", "run CMD (a kubectl or systemctl call, say)",
-          argument=COMMAND, on_lab=False, step="exec"),
+          argument=COMMAND, on_lab=False, commands=(PRODUCER, CANARY, SHARE), step="exec"),
     Fault("exec-heal", "the command that undoes exec's, run at heal time", argument=COMMAND,
-          on_lab=False, heals="exec"),
+          on_lab=False, commands=(PRODUCER, CANARY, SHARE), heals="exec"),
 )}
 
 

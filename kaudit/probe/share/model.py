@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from kaudit.probe.share.verify import Mix, ShareVerification
+from kaudit.probe.faults.registry import FaultAt, FaultSpec, describe_fault_at
+from kaudit.probe.share.verify import Mix, ShareSecond, ShareVerification
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,11 @@ class ShareSettings:
     """The first worker to have processed ``hold_after`` records stops acknowledging,
     holding its records' locks, and is SIGKILLed: its records must come back to the
     others."""
+    processing_ms: int = 0
+    """How long each worker takes over each record it processes."""
+    slow_worker: bool = False
+    """The first worker to have processed ``hold_after`` records holds the last one past
+    its lock, until another worker has processed it too: a duplicate processing."""
     hold_after: int = 20
     lock_ms: int | None = None
     """``share.record.lock.duration.ms`` for the run's group (None: the brokers')."""
@@ -30,16 +37,37 @@ class ShareSettings:
     """How long the workers may take to bring every record to its end."""
     expect: str | None = None
     keep: bool = False
+    faults: tuple[FaultSpec, ...] = ()
+    fault_at: FaultAt = ("progress", 0.3)
+    """When the faults strike: a share of the records processed, or seconds."""
+    fault_duration: float = 10.0
+    lab_state_dir: Path | None = None
 
     def describe(self) -> dict[str, Any]:
         """The settings as the report shows them."""
         return {"count": self.count, "partitions": self.partitions,
                 "replication_factor": self.replication_factor, "workers": self.workers,
+                "processing_ms": self.processing_ms,
                 "release": self.mix.release, "reject": self.mix.reject,
                 "poison": self.mix.poison, "kill_worker": self.kill_worker,
-                "hold_after": self.hold_after if self.kill_worker else None,
+                "slow_worker": self.slow_worker,
+                "hold_after": self.hold_after if self.kill_worker or self.slow_worker
+                else None,
                 "lock_ms": self.lock_ms, "delivery_limit": self.delivery_limit,
-                "settle_s": self.settle_s, "expect": self.expect}
+                "settle_s": self.settle_s, "expect": self.expect,
+                "faults": [f.label() for f in self.faults],
+                "fault_at": describe_fault_at(self.fault_at) if self.faults else None,
+                "fault_duration": self.fault_duration if self.faults else None}
+
+
+@dataclass(frozen=True)
+class ShareEvent:
+    """Something the run did to the group or the cluster (a worker killed, a broker killed
+    or restarted), seconds from the start."""
+
+    at_s: float
+    kind: str
+    detail: str
 
 
 @dataclass
@@ -60,6 +88,9 @@ class ShareReport:
     """Every record reached its end before ``settle_s`` ran out."""
     seconds: float = 0.0
     topic_deleted: bool = False
+    events: list[ShareEvent] = field(default_factory=list)
+    timeline: list[ShareSecond] = field(default_factory=list)
+    """The workers' deliveries second by second, from the start of the run."""
 
     @property
     def verdict(self) -> str:

@@ -4,6 +4,9 @@ reached its end, and account for each.
 
 The data flows one way: settings -> topic (the records the brokers acknowledged) ->
 workers (journals) -> events -> :func:`~kaudit.probe.share.verify.verify` -> report.
+Broker faults come from the one fault model (:mod:`kaudit.probe.faults`): they strike once
+``--fault-at`` of the records are processed, and the run waits for their heal before it
+calls the records settled.
 """
 
 from __future__ import annotations
@@ -20,12 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.cluster.client import AdminSession, new_producer
-from kaudit.cluster.share_admin import delivery_limit, set_group_configs
-from kaudit.cluster.topics import TopicSpec, create_probe_topic, delete_probe_topic
+from kaudit.cluster.share_admin import (
+    delivery_limit,
+    group_coordinator,
+    group_lag,
+    set_group_configs,
+    share_coordinator,
+)
+from kaudit.cluster.topics import TopicSpec, create_probe_topic, delete_probe_topic, partition_roles
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
-from kaudit.probe.share.model import ShareReport, ShareSettings
-from kaudit.probe.share.verify import Action, Event, Fate, parse_event, verify
+from kaudit.probe.faults.injector import FaultInjector, Targets, start_injector
+from kaudit.probe.faults.lab import LabControl, lab_for
+from kaudit.probe.faults.registry import fault_at_reached
+from kaudit.probe.share.model import ShareEvent, ShareReport, ShareSettings
+from kaudit.probe.share.verify import Action, Event, Fate, parse_event, per_second, verify
 from kaudit.probe.share.worker import holding_name, journal_name, record_value
 from kaudit.probe.spawn import spawn_worker
 from kaudit.waiting import Deadline
@@ -35,23 +47,42 @@ STOP_WAIT_S = 30.0
 KILLED = "SIGKILLed while it held its records' locks"
 
 
+class RunLog:
+    """What the run did to the group and the cluster, timed from its start; the fault
+    injector's log too."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.started_ms = int(time.time() * 1000)
+        self.events: list[ShareEvent] = []
+        self.lock = threading.Lock()
+
+    def add(self, kind: str, detail: str, partition: int | None = None) -> None:
+        with self.lock:
+            self.events.append(ShareEvent(round(time.monotonic() - self.started, 3), kind,
+                                          detail))
+
+
 class Workers:
     """The run's worker processes, each with its journal in ``run_dir``."""
 
-    def __init__(self, config: dict[str, Any], run_dir: Path) -> None:
-        self.config, self.run_dir = config, run_dir
+    def __init__(self, config: dict[str, Any], run_dir: Path, log: RunLog) -> None:
+        self.config, self.run_dir, self.log = config, run_dir, log
         self.procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
         self.killed: dict[tuple[int, int], str] = {}
 
-    def start(self, worker: int, hold_after: int | None) -> None:
+    def start(self, worker: int, settings: ShareSettings) -> None:
         key = (worker, 0)
-        config = dict(self.config, worker=worker, incarnation=0, hold_after=hold_after)
+        at = settings.hold_after
+        config = dict(self.config, worker=worker, incarnation=0,
+                      hold_after=at if settings.kill_worker else None,
+                      slow_after=at if settings.slow_worker else None,
+                      slow_max_s=settings.settle_s, processing_ms=settings.processing_ms)
         self.procs[key] = spawn_worker("kaudit.probe.share.worker", config,
                                        self.run_dir / f"w{worker}-i0.err")
 
-    def kill_holders(self) -> list[str]:
-        """SIGKILL every worker that says it holds its locks; what was done, said."""
-        said = []
+    def kill_holders(self) -> None:
+        """SIGKILL every worker that says it holds its locks, and log it."""
         for (worker, incarnation), proc in self.procs.items():
             if (worker, incarnation) in self.killed or proc.poll() is not None:
                 continue
@@ -59,8 +90,7 @@ class Workers:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
                 self.killed[(worker, incarnation)] = KILLED
-                said.append(f"worker {worker} {KILLED}")
-        return said
+                self.log.add("fault", f"worker {worker} {KILLED}")
 
     def died(self) -> list[str]:
         """Workers that ended on their own (a client error): with their last error line."""
@@ -95,19 +125,52 @@ class Workers:
         return found
 
 
+def processed_share(events: list[Event], written: set[int]) -> float:
+    """The share of the written records processed at least once (``--fault-at 30%``)."""
+    done = {e.seq for e in events if e.action == Action.processed}
+    return len(done & written) / max(1, len(written))
+
+
 def settled(events: list[Event], written: set[int], settings: ShareSettings, limit: int,
             killed: dict[tuple[int, int], str]) -> bool:
-    """Every record at its end: processed with its last processing's acceptance committed,
-    rejected, or (poison) delivered the limit."""
+    """Every record at its end as the journals tell: processed, rejected, or (poison)
+    delivered the limit."""
     result = verify(written, events, settings.mix, limit, killed, None)
-    if any(a.fate in (Fate.never_delivered, Fate.unsettled) for a in result.accounts):
-        return False
+    return not any(a.fate in (Fate.never_delivered, Fate.unsettled) for a in result.accounts)
+
+
+def unconfirmed(events: list[Event]) -> bool:
+    """Whether some record's last processing has no committed acceptance journaled (its
+    commit failed or went unanswered: the broker may have it or may deliver it again)."""
     accepted = {(e.seq, e.delivery_count) for e in events if e.action == Action.accepted}
     last: dict[int, int] = {}
     for e in events:
         if e.action == Action.processed:
             last[e.seq] = max(last.get(e.seq, 0), e.delivery_count)
-    return all((seq, d) in accepted for seq, d in last.items())
+    return any((seq, d) not in accepted for seq, d in last.items())
+
+
+class LagWatch:
+    """Whether the share group's coordinator says nothing is left to deliver or
+    acknowledge (lag 0 on every partition), asked at most every :data:`ASK_EVERY_S`: what
+    settles a record whose acceptance was not confirmed to its worker."""
+
+    ASK_EVERY_S = 2.0
+
+    def __init__(self, session: AdminSession, group: str, topic: str, partitions: int) -> None:
+        self.session, self.group = session, group
+        self.wanted = {(topic, p) for p in range(partitions)}
+        self.asked_at = 0.0
+
+    def done(self) -> bool:
+        if time.monotonic() - self.asked_at < self.ASK_EVERY_S:
+            return False
+        self.asked_at = time.monotonic()
+        try:
+            lag = group_lag(self.session, self.group)
+        except Exception:  # a coordinator moving or down: ask again later
+            return False
+        return self.wanted <= lag.keys() and all(lag[k] == 0 for k in self.wanted)
 
 
 def _write(conn: ConnectionSettings, topic: str, run: str, settings: ShareSettings
@@ -138,7 +201,8 @@ def _write(conn: ConnectionSettings, topic: str, run: str, settings: ShareSettin
 def run_share(conn: ConnectionSettings, settings: ShareSettings,
               interrupted: threading.Event) -> ShareReport:
     """One run, its topic deleted at the end unless kept."""
-    started = time.monotonic()
+    lab = lab_for(settings.faults, settings.lab_state_dir)  # none: exit 2 before any topic
+    log = RunLog()
     session = AdminSession(conn)
     run = uuid.uuid4().hex[:12]
     topic = group = f"kaudit-share-{run}"
@@ -150,8 +214,8 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
                        "timeout": conn.timeout, "run": run, "topic": topic, "group": group,
                        "run_dir": str(run_dir),
                        "mix": {"release": settings.mix.release, "reject": settings.mix.reject,
-                               "poison": settings.mix.poison}}, run_dir)
-    deleted = False
+                               "poison": settings.mix.poison}}, run_dir, log)
+    deleted, injector = False, None
     try:
         configs = {"share.auto.offset.reset": "earliest"}
         if settings.lock_ms is not None:
@@ -162,11 +226,19 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
         limit = delivery_limit(session, group)
         written = _write(conn, topic, run, settings)
         for w in range(settings.workers):
-            workers.start(w, settings.hold_after if settings.kill_worker else None)
+            workers.start(w, settings)
+        progress = [0.0]
+        if settings.faults:
+            injector = _injector(session, settings, lab, log, topic, group, progress)
         deadline, done = Deadline(settings.settle_s), False
+        broker = LagWatch(session, group, topic, settings.partitions)
         while not deadline.expired() and not interrupted.is_set():
-            notes.extend(workers.kill_holders())
-            if settled(workers.events(), written, settings, limit, workers.killed):
+            workers.kill_holders()
+            events = workers.events()
+            progress[0] = processed_share(events, written)
+            if settled(events, written, settings, limit, workers.killed) and (
+                    injector is None or not injector.under_way()) and (
+                    not unconfirmed(events) or broker.done()):
                 done = True
                 break
             time.sleep(0.5)
@@ -174,6 +246,10 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
         if not done:
             notes.append(f"not every record reached its end within {settings.settle_s:g}s")
     finally:
+        if injector is not None:
+            injector.cancel()
+            injector.heal()  # a broker left down would outlive the run
+            notes.extend(f"fault: {e}" for e in injector.errors)
         workers.stop()
         events = workers.events()
         if not settings.keep:
@@ -186,5 +262,20 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
                        written=len(written), delivery_limit=limit, verification=result,
                        killed=sorted(f"worker {w}: {how}" for (w, _), how in
                                      workers.killed.items()),
-                       notes=notes, settled=done, seconds=time.monotonic() - started,
-                       topic_deleted=deleted)
+                       notes=notes, settled=done, seconds=time.monotonic() - log.started,
+                       topic_deleted=deleted, events=list(log.events),
+                       timeline=per_second(events, log.started_ms))
+
+
+def _injector(session: AdminSession, settings: ShareSettings, lab: LabControl | None,
+              log: RunLog, topic: str, group: str, progress: list[float]) -> FaultInjector:
+    """The faults, aimed at partition 0's leader, the share group's coordinator and its
+    partition 0's share coordinator, struck at ``--fault-at`` of the records processed."""
+    started = time.monotonic()
+    targets = Targets(lambda: partition_roles(session, topic),
+                      coordinator=lambda: group_coordinator(session, group),
+                      share_coordinator=lambda: share_coordinator(session, group, topic, 0))
+    return start_injector(
+        settings, lab, lambda: fault_at_reached(settings.fault_at, progress[0],
+                                                time.monotonic() - started),
+        log, targets, session, session.settings.timeout)

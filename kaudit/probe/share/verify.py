@@ -65,6 +65,12 @@ class Action(StrEnum):
     """Its ACCEPT was committed."""
     released = "released"
     rejected = "rejected"
+    held = "held"
+    """It held the record it had processed past the record's lock (``--slow-worker``),
+    until another worker had processed it too, before acknowledging it."""
+    ack_failed = "ack_failed"
+    """The commit that carried its ACCEPT failed for the record's partition (the error's
+    name in :attr:`Event.error`)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,8 @@ class Event:
     delivery_count: int
     action: Action
     at_ms: int = 0
+    error: str = ""
+    """:attr:`Action.ack_failed`: the error the commit answered for the partition."""
 
 
 class Fate(StrEnum):
@@ -98,9 +106,12 @@ class Account:
     seq: int
     treatment: Treatment
     deliveries: int
-    """Distinct deliveries seen (by the delivery count the broker reported)."""
+    """Deliveries the workers handled (each processed, released or rejected once)."""
     processings: int
     fate: Fate
+    top_count: int = 0
+    """The highest delivery count the broker reported for it (it may restart: after a
+    leader change a record delivered again can be counted as its first delivery)."""
     why: str = ""
     wrong: str = ""
     """What is wrong with it under the expected semantics ("" when nothing)."""
@@ -145,46 +156,93 @@ def verify(written: Iterable[int], events: Iterable[Event], mix: Mix, limit: int
     return out
 
 
+HANDLED = (Action.processed, Action.released, Action.rejected)
+"""The journal lines that each stand for one delivery a worker handled."""
+
+
 def _account(seq: int, treated: Treatment, events: list[Event], limit: int,
              killed: Mapping[tuple[int, int], str]) -> Account:
-    deliveries = len({e.delivery_count for e in events})
-    processed = [e for e in events if e.action == Action.processed]
     if not events:
         return Account(seq, treated, 0, 0, Fate.never_delivered,
-                       "acknowledged by the brokers, delivered to no worker while the run "
-                       "lasted")
+                       why="acknowledged by the brokers, delivered to no worker while the run "
+                           "lasted")
+    deliveries = sum(e.action in HANDLED for e in events)
+    top = max(e.delivery_count for e in events)
+    processed = [e for e in events if e.action == Action.processed]
+
+    def made(fate: Fate, why: str = "") -> Account:
+        return Account(seq, treated, deliveries, len(processed), fate, top, why)
+
     if any(e.action == Action.rejected for e in events):
-        return Account(seq, treated, deliveries, len(processed), Fate.rejected)
+        return made(Fate.rejected)
     if treated == Treatment.poison:
-        top = max(e.delivery_count for e in events)
         if top >= limit and not processed:
-            return Account(seq, treated, deliveries, 0, Fate.archived,
-                           f"released on each of its {top} deliveries; the limit is {limit}")
-        return Account(seq, treated, deliveries, len(processed), Fate.unsettled,
-                       f"delivered {top} of {limit} times when the run stopped")
+            return made(Fate.archived, f"released on each of its {deliveries} deliveries; "
+                                       f"the broker counted {top}, the limit is {limit}")
+        return made(Fate.unsettled, f"the broker had counted {top} of {limit} deliveries "
+                                    "when the run stopped")
     if not processed:
-        return Account(seq, treated, deliveries, 0, Fate.unsettled,
-                       "delivered, never processed, when the run stopped")
+        return made(Fate.unsettled, "delivered, never processed, when the run stopped")
     if len(processed) == 1:
-        return Account(seq, treated, deliveries, 1, Fate.processed)
-    return Account(seq, treated, deliveries, len(processed), Fate.processed_twice,
-                   _why_twice(processed, events, killed))
+        return made(Fate.processed)
+    return made(Fate.processed_twice, _why_twice(events, killed))
 
 
-def _why_twice(processed: list[Event], events: list[Event],
-               killed: Mapping[tuple[int, int], str]) -> str:
-    first = min(processed, key=lambda e: (e.delivery_count, e.at_ms))
+ERRORS = {
+    "INVALID_RECORD_STATE": "the record was no longer its to acknowledge: its lock had "
+                            "expired",
+    "NOT_LEADER_OR_FOLLOWER": "the partition's leader had changed",
+    "FENCED_LEADER_EPOCH": "the partition's leader had changed",
+    "UNKNOWN_TOPIC_OR_PART": "the partition had no leader",
+    "LEADER_NOT_AVAILABLE": "the partition had no leader",
+    "_TRANSPORT": "the connection to the partition's leader broke",
+    "_TIMED_OUT": "no answer within the timeout",
+    "REQUEST_TIMED_OUT": "no answer within the timeout",
+    "SHARE_SESSION_NOT_FOUND": "the share session was gone (a leader change)",
+    "INVALID_SHARE_SESSION_EPOCH": "the share session was gone (a leader change)",
+}
+"""What an acknowledgement's error means for the record, where Kafka's name says it."""
+
+
+def _after(events: list[Event], first: Event) -> list[Event]:
+    """What ``first``'s worker incarnation journaled about the record after processing it
+    (journal order), up to its next delivery of it."""
+    mine = [e for e in events if (e.worker, e.incarnation, e.delivery_count)
+            == (first.worker, first.incarnation, first.delivery_count)]
+    out = []
+    for e in mine[mine.index(first) + 1:]:
+        if e.action in HANDLED:
+            break
+        out.append(e)
+    return out
+
+
+def _why_twice(events: list[Event], killed: Mapping[tuple[int, int], str]) -> str:
+    processed = [e for e in events if e.action == Action.processed]
+    first = min(processed, key=lambda e: (e.at_ms, e.delivery_count))
     incarnation = (first.worker, first.incarnation)
-    accepted = any(e.action == Action.accepted and (e.worker, e.incarnation) == incarnation
-                   and e.delivery_count == first.delivery_count for e in events)
-    if incarnation in killed and not accepted:
-        return (f"worker {first.worker} processed it (delivery {first.delivery_count}) and "
-                f"was {killed[incarnation]} before its acceptance was committed: the broker "
-                "delivered it again")
-    if not accepted:
-        return (f"worker {first.worker} processed it (delivery {first.delivery_count}) but "
-                "its acceptance was not committed (its lock expired first): delivered again")
-    return "delivered again after an acceptance was committed (unknown why)"
+    said = f"worker {first.worker} processed it (delivery {first.delivery_count})"
+    after = {e.action: e for e in _after(events, first)}
+    again = [e.delivery_count for e in processed if e is not first]
+    recount = (f"; the broker counted the next delivery {min(again)} again (its count "
+               "restarted)") if again and min(again) <= first.delivery_count else ""
+    failed = after.get(Action.ack_failed)
+    failure = (f"its acceptance failed: {failed.error}"
+               + (f" ({ERRORS[failed.error]})" if failed.error in ERRORS else "")
+               if failed else "")
+    if Action.accepted in after:
+        return (f"{said} and its acceptance was committed, yet it was delivered again "
+                f"(unknown why){recount}")
+    if incarnation in killed:
+        return (f"{said} and was {killed[incarnation]} before its acceptance was committed: "
+                f"the broker delivered it again{recount}")
+    if Action.held in after:
+        return (f"{said} and held it past its lock: the broker delivered it again meanwhile"
+                + (f"; then {failure}" if failure else "") + recount)
+    if failure:
+        return f"{said}, and {failure}: the broker delivered it again{recount}"
+    return (f"{said}, and no answer to its acceptance was seen: delivered again (unknown "
+            f"why){recount}")
 
 
 def _wrong(account: Account, limit: int, expect: str | None) -> str:
@@ -196,9 +254,9 @@ def _wrong(account: Account, limit: int, expect: str | None) -> str:
             return "a rejected record was processed"
         return "" if fate == Fate.rejected else f"{fate.value}: never rejected"
     if treated == Treatment.poison:
-        if fate == Fate.archived and account.deliveries == limit:
+        if fate == Fate.archived and account.top_count == limit:
             return ""
-        return f"{fate.value} after {account.deliveries} deliveries, not archived after " \
+        return f"{fate.value} after {account.top_count} deliveries, not archived after " \
                f"exactly {limit}"
     if fate in (Fate.never_delivered, Fate.unsettled, Fate.rejected, Fate.archived):
         return f"{fate.value}: never processed"
@@ -208,19 +266,55 @@ def _wrong(account: Account, limit: int, expect: str | None) -> str:
 
 
 def parse_event(line: str) -> Event | None:
-    """One journal line (``seq worker incarnation delivery_count action at_ms``); None for a
-    line a killed worker left half-written."""
+    """One journal line (``seq worker incarnation delivery_count action at_ms [error]``);
+    None for a line a killed worker left half-written."""
     parts = line.split()
-    if len(parts) != 6:
+    if len(parts) not in (6, 7):
         return None
     try:
         return Event(int(parts[0]), int(parts[1]), int(parts[2]), int(parts[3]),
-                     Action(parts[4]), int(parts[5]))
+                     Action(parts[4]), int(parts[5]), parts[6] if len(parts) == 7 else "")
     except ValueError:
         return None
 
 
 def journal_line(event: Event) -> str:
-    """The journal line of ``event`` (:func:`parse_event` reads it back)."""
+    """The journal line of ``event`` (:func:`parse_event` reads it back); an error's name
+    has no spaces."""
+    error = f" {'_'.join(event.error.split())}" if event.error else ""
     return f"{event.seq} {event.worker} {event.incarnation} {event.delivery_count} " \
-           f"{event.action.value} {event.at_ms}\n"
+           f"{event.action.value} {event.at_ms}{error}\n"
+
+
+@dataclass(frozen=True)
+class ShareSecond:
+    """What the workers did in one second of the run: each delivery they handled (one
+    processed, released or rejected line each), those that were a redelivery, and the
+    acceptances whose commit failed."""
+
+    second: int
+    processed: int = 0
+    released: int = 0
+    rejected: int = 0
+    redelivered: int = 0
+    ack_failed: int = 0
+
+
+def per_second(events: Iterable[Event], started_ms: int) -> list[ShareSecond]:
+    """The run second by second from ``started_ms`` (epoch ms) to its last event, every
+    second present (a quiet second is a zero, not a gap). A redelivery is a delivery of a
+    record some worker had handled before, whatever count the broker gave it (the count
+    can restart after a leader change)."""
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    handled: set[int] = set()
+    for e in sorted(events, key=lambda e: e.at_ms):
+        if e.action not in (*HANDLED, Action.ack_failed):
+            continue
+        row = counts[max(0, (e.at_ms - started_ms) // 1000)]
+        row[e.action.value] += 1
+        if e.action in HANDLED:
+            if e.seq in handled:
+                row["redelivered"] += 1
+            handled.add(e.seq)
+    last = max(counts, default=-1)
+    return [ShareSecond(second, **counts.get(second, {})) for second in range(last + 1)]

@@ -10,7 +10,10 @@ that carries it succeeded. Until SIGTERM.
 
 With ``hold_after``, the first worker of the run to have processed that many records stops
 acknowledging and says so in a ``.holding`` file: it holds their locks, as a member that
-hangs does, until the runner kills it.
+hangs does, until the runner kills it. With ``slow_after``, the first worker to have
+processed that many records holds the last one past its lock, as a slow member does: it
+waits until another worker has processed the record too (the broker delivered it again
+when the lock expired), then acknowledges it, too late.
 """
 
 from __future__ import annotations
@@ -26,9 +29,19 @@ from typing import Any
 
 from kaudit.cluster.client import AcknowledgeType, new_share_consumer
 from kaudit.connection.settings import ConnectionSettings
-from kaudit.probe.share.verify import Action, Event, Mix, Treatment, journal_line, treatment
+from kaudit.probe.share.verify import (
+    Action,
+    Event,
+    Mix,
+    Treatment,
+    journal_line,
+    parse_event,
+    treatment,
+)
 
 POLL_S = 0.5
+SLOW_LOOK_S = 0.2
+"""How often a slow worker looks in the other journals for its record."""
 
 
 def journal_name(worker: int, incarnation: int) -> str:
@@ -55,6 +68,12 @@ def parse_value(value: bytes | None, run: str) -> int | None:
         return None
 
 
+def error_name(error: Any) -> str:
+    """A commit's per-partition error by Kafka's (or librdkafka's) name."""
+    inner = error.args[0] if isinstance(error, Exception) and error.args else error
+    return str(inner.name()) if hasattr(inner, "name") else type(error).__name__
+
+
 class ShareWorker:
     """The poll-treat-acknowledge-commit loop of one incarnation."""
 
@@ -63,6 +82,9 @@ class ShareWorker:
         self.run, self.topic, self.group = cfg["run"], cfg["topic"], cfg["group"]
         self.mix = Mix(**cfg["mix"])
         self.hold_after: int | None = cfg.get("hold_after")
+        self.slow_after: int | None = cfg.get("slow_after")
+        self.slow_max_s = float(cfg.get("slow_max_s", 120.0))
+        self.processing_s = float(cfg.get("processing_ms", 0)) / 1000
         self.conn = ConnectionSettings(cfg["bootstrap"], dict(cfg["properties"]),
                                        float(cfg["timeout"]))
         self.run_dir = Path(cfg["run_dir"])
@@ -71,9 +93,9 @@ class ShareWorker:
         self.stopping = False
         self.processed = 0
 
-    def note(self, seq: int, delivery: int, action: Action) -> None:
+    def note(self, seq: int, delivery: int, action: Action, error: str = "") -> None:
         line = journal_line(Event(seq, self.worker, self.incarnation, delivery, action,
-                                  int(time.time() * 1000)))
+                                  int(time.time() * 1000), error))
         os.write(self.fd, line.encode())
 
     def loop(self, consumer: Any) -> None:
@@ -98,28 +120,59 @@ class ShareWorker:
                 else:
                     self.note(seq, delivery, Action.processed)
                     self.processed += 1
-                    if self.hold_after is not None and self.processed >= self.hold_after \
-                            and self.first_to_hold():
-                        self.hold()
+                    if self.processing_s:
+                        time.sleep(self.processing_s)  # the work a real consumer does
+                    if self.hold_after is not None and self.processed >= self.hold_after:
+                        self.hold_after = None
+                        if self.first_to("hold"):
+                            self.hold()
+                    if self.slow_after is not None and self.processed >= self.slow_after:
+                        self.slow_after = None
+                        if self.first_to("slow"):
+                            # What it processed before is committed first: the record held
+                            # is what outlives its lock (and the rest of its batch).
+                            self.commit(consumer, accepted)
+                            accepted = []
+                            self.outlive_lock(seq, delivery)
                     consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
                     accepted.append((msg.partition(), seq, delivery))
-            if not accepted:
-                continue
-            results = consumer.commit_sync(self.conn.timeout)
-            failed = {tp.partition for tp, error in results.items() if error is not None}
-            for partition, seq, delivery in accepted:
-                if partition not in failed:
-                    self.note(seq, delivery, Action.accepted)
+            self.commit(consumer, accepted)
 
-    def first_to_hold(self) -> bool:
-        """Whether this worker is the one that holds (the first to get there: one run kills
-        one worker, whichever the records went to)."""
+    def commit(self, consumer: Any, accepted: list[tuple[int, int, int]]) -> None:
+        """Commit the batch's acknowledgements; journal each ACCEPT as committed, or as
+        failed with the error its partition answered."""
+        if not accepted:
+            return
+        results = consumer.commit_sync(self.conn.timeout)
+        failed = {tp.partition: error_name(error) for tp, error in results.items()
+                  if error is not None}
+        for partition, seq, delivery in accepted:
+            if partition in failed:
+                self.note(seq, delivery, Action.ack_failed, failed[partition])
+            else:
+                self.note(seq, delivery, Action.accepted)
+
+    def first_to(self, what: str) -> bool:
+        """Whether this worker is the run's one to ``what`` (hold, slow): the first to get
+        there, whichever the records went to."""
         try:
-            os.close(os.open(self.run_dir / "hold.claim", os.O_CREAT | os.O_EXCL, 0o600))
+            os.close(os.open(self.run_dir / f"{what}.claim", os.O_CREAT | os.O_EXCL, 0o600))
             return True
         except FileExistsError:
-            self.hold_after = None
             return False
+
+    def outlive_lock(self, seq: int, delivery: int) -> None:
+        """Hold record ``seq`` until another worker has processed it too (its lock expired
+        and the broker delivered it again), at most ``slow_max_s``; journal the hold."""
+        deadline = time.monotonic() + self.slow_max_s
+        mine = journal_name(self.worker, self.incarnation)
+        while time.monotonic() < deadline and not self.stopping:
+            if any(e is not None and e.seq == seq and e.action == Action.processed
+                   for path in self.run_dir.glob("*.journal") if path.name != mine
+                   for e in map(parse_event, path.read_text().splitlines())):
+                break
+            time.sleep(SLOW_LOOK_S)
+        self.note(seq, delivery, Action.held)
 
     def hold(self) -> None:
         """Hold every lock it has until killed: say so, then wait."""

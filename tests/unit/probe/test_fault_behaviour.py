@@ -47,7 +47,8 @@ def test_every_one_signal_fault_says_its_signal_and_what_it_aims_at() -> None:
     assert signalled
     for fault in signalled:
         assert fault.signal in ("KILL", "TERM", "STOP"), fault.name
-        assert fault.target in ("leader", "follower", "broker", "coordinator"), fault.name
+        assert fault.target in ("leader", "follower", "broker", "coordinator",
+                                "share-coordinator"), fault.name
 
 
 @pytest.mark.parametrize("text,calls,events", [
@@ -61,12 +62,18 @@ def test_every_one_signal_fault_says_its_signal_and_what_it_aims_at() -> None:
      [("fault", "SIGSTOP follower 2"), ("heal", "broker 2 resumed")]),
     ("kill-broker:3", [("KILL", 3), ("start", 3)],
      [("fault", "SIGKILL broker 3"), ("heal", "broker 3 restarted")]),
+    ("kill-coordinator", [("KILL", 4), ("start", 4)],
+     [("fault", "SIGKILL coordinator 4"), ("heal", "broker 4 restarted")]),
+    ("kill-share-coordinator", [("KILL", 5), ("start", 5)],
+     [("fault", "SIGKILL share-coordinator 5"), ("heal", "broker 5 restarted")]),
 ])
 def test_a_one_signal_fault_reaches_its_registered_target(
         text: str, calls: list[tuple[str, int]], events: list[tuple[str, str]]) -> None:
     lab, log = RecordingLab(), EventLog(time.monotonic())
-    injector = FaultInjector([parse_fault(text)], lambda: True, 0.0, log,
-                             cast(LabControl, cast(Any, lab)), Targets(lambda: (1, [2, 3])))
+    injector = FaultInjector([FaultSpec(*text.split(":", 1))], lambda: True, 0.0, log,
+                             cast(LabControl, cast(Any, lab)),
+                             Targets(lambda: (1, [2, 3]), coordinator=lambda: 4,
+                                     share_coordinator=lambda: 5))
     injector.run()
     assert lab.calls == calls
     assert [(e.kind, e.detail) for e in log.events()] == events

@@ -16,6 +16,7 @@ from kaudit.probe.faults.registry import (
     CONSUMER,
     FAULTS,
     PRODUCER,
+    SHARE,
     faults_of,
     parse_fault,
 )
@@ -50,7 +51,8 @@ def test_every_registered_fault_but_exec_heal_has_an_injection_step() -> None:
 
 
 def test_every_fault_is_taken_by_some_command() -> None:
-    assert {f.name for c in (PRODUCER, CONSUMER, CANARY) for f in faults_of(c)} == set(FAULTS)
+    commands = (PRODUCER, CONSUMER, CANARY, SHARE)
+    assert {f.name for c in commands for f in faults_of(c)} == set(FAULTS)
 
 
 def test_the_canary_takes_the_producers_faults_but_restart_producer_and_its_own_stall() -> None:

@@ -25,9 +25,11 @@ from kaudit.report.canary import CANARY
 from kaudit.report.matrix import MATRIX
 from kaudit.report.probe import PROBE
 from kaudit.report.prove import PROVE, Proof
+from kaudit.report.share import SHARE
 from tests.unit.canary.sample import a_canary
 from tests.unit.probe.reports import probe_report
 from tests.unit.report.probe_sample import lag_then_kill_report
+from tests.unit.report.test_share_page import share_sample
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -82,6 +84,7 @@ def _pages() -> dict[str, str]:
                                                    probe_report(acked=20)))], "html"),
         "prove": render(PROVE, Proof(judge(reports), reports, 5.0), "html"),
         "canary": render(CANARY, result_of(a_canary()), "html"),
+        "share": render(SHARE, share_sample(), "html"),
     }
 
 
@@ -104,14 +107,15 @@ return {
 """
 
 
-@pytest.mark.parametrize("name", ["probe", "incident", "matrix", "prove", "canary"])
+@pytest.mark.parametrize("name", ["probe", "incident", "matrix", "prove", "canary", "share"])
 def test_a_browser_shows_every_picture_of_the_page_and_fetches_nothing(
         browser: Any, tmp_path: Path, name: str) -> None:
     page = tmp_path / f"{name}.html"
     page.write_text(_pages()[name], encoding="utf-8")
     browser.get(page.as_uri())
     seen = browser.execute_script(_SEEN)
-    expected_images = {"probe": 1, "incident": 1, "matrix": 2, "prove": 2, "canary": 1}[name]
+    expected_images = {"probe": 1, "incident": 1, "matrix": 2, "prove": 2, "canary": 1,
+                       "share": 1}[name]
     assert seen["images"] == expected_images
     assert seen["decoded"] == expected_images  # every PNG decoded by the browser itself
     assert seen["fetched"] == []  # self-contained: no script, style or picture from elsewhere
@@ -119,7 +123,8 @@ def test_a_browser_shows_every_picture_of_the_page_and_fetches_nothing(
     assert {"probe": "lost: 5 acknowledged message(s)", "matrix": "lag-then-kill-leader",
             "incident": "gone when broker 3 became leader of partition 0 at 14.1 s",
             "prove": "NOT CONFIRMED",
-            "canary": "lost: 1 acknowledged record(s) (1 deleted)"}[name] in seen["text"]
+            "canary": "lost: 1 acknowledged record(s) (1 deleted)",
+            "share": "2 of 100 records broke exactly-once"}[name] in seen["text"]
     # The verdict sentence comes right under the title, on the first screen; the rows are
     # tables, not a monospace dump; nothing runs.
     assert seen["opening"].startswith("verdict verdict-")

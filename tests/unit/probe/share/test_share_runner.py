@@ -4,7 +4,7 @@ and the report's document and table."""
 from __future__ import annotations
 
 from kaudit.probe.share.model import ShareReport, ShareSettings
-from kaudit.probe.share.runner import settled
+from kaudit.probe.share.runner import settled, unconfirmed
 from kaudit.probe.share.verify import Action, Event, Mix, Treatment, treatment, verify
 from kaudit.probe.share.worker import parse_value, record_value
 from kaudit.report.share import share_document, share_table
@@ -17,20 +17,28 @@ def test_a_record_value_names_its_run_and_only_its_run() -> None:
     assert parse_value(None, "abc") is None
 
 
-def test_settled_waits_for_the_last_acceptance_and_for_poison_to_reach_the_limit() -> None:
+def test_settled_waits_for_poison_to_reach_the_limit_and_a_processing_to_confirm() -> None:
     mix = Mix(poison=0.5)
     a = next(s for s in range(100) if treatment(s, mix) == Treatment.accept)
     p = next(s for s in range(100) if treatment(s, mix) == Treatment.poison)
-    events = [Event(a, 0, 0, 1, Action.processed), Event(p, 0, 0, 1, Action.released)]
+    events = [Event(p, 0, 0, 1, Action.released)]
     settings = ShareSettings(mix=mix)
-    assert not settled(events, {a, p}, settings, 2, {})
-    events.append(Event(a, 0, 0, 1, Action.accepted))
+    assert not settled(events, {a, p}, settings, 2, {}), "a never delivered"
+    events.append(Event(a, 0, 0, 1, Action.processed))
     assert not settled(events, {a, p}, settings, 2, {}), "poison delivered once of 2"
+    assert unconfirmed(events)
+    events.append(Event(a, 0, 0, 1, Action.accepted))
+    assert not unconfirmed(events)
     events.append(Event(p, 1, 0, 2, Action.released))
     assert settled(events, {a, p}, settings, 2, {})
-    # processed again (its first worker was killed): settled only once that is accepted
+    # processed again (its first worker was killed): unconfirmed until that is accepted;
+    # a failed commit does not confirm it either (the broker may have it, or not)
     events.append(Event(a, 1, 0, 2, Action.processed))
-    assert not settled(events, {a, p}, settings, 2, {})
+    assert unconfirmed(events)
+    events.append(Event(a, 1, 0, 2, Action.ack_failed, 0, "_TRANSPORT"))
+    assert unconfirmed(events)
+    events.append(Event(a, 1, 0, 2, Action.accepted))
+    assert not unconfirmed(events)
 
 
 def test_the_report_lists_what_went_wrong_and_counts_every_fate() -> None:

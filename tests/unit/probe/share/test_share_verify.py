@@ -10,9 +10,11 @@ from kaudit.probe.share.verify import (
     Event,
     Fate,
     Mix,
+    ShareSecond,
     Treatment,
     journal_line,
     parse_event,
+    per_second,
     treatment,
     verify,
 )
@@ -69,12 +71,37 @@ def test_a_worker_killed_before_its_acceptance_committed_processes_twice() -> No
                   "at-least-once").holds is True
 
 
-def test_a_lock_that_expired_before_the_acceptance_is_said_so() -> None:
-    a = _seq_of(Treatment.accept, ACCEPT_ONLY)
-    events = [Event(a, 0, 0, 1, Action.processed), Event(a, 1, 0, 2, Action.processed),
-              Event(a, 1, 0, 2, Action.accepted)]
+def _twice(*first: Event) -> str:
+    a = first[0].seq
+    events = [*first, Event(a, 1, 0, 2, Action.processed, 20),
+              Event(a, 1, 0, 2, Action.accepted, 21)]
     (account,) = verify([a], events, ACCEPT_ONLY, 5, {}, None).accounts
-    assert "its lock expired first" in account.why
+    assert account.fate == Fate.processed_twice
+    return account.why
+
+
+def test_why_twice_is_what_the_first_processing_journaled() -> None:
+    a = _seq_of(Treatment.accept, ACCEPT_ONLY)
+    processed = Event(a, 0, 0, 1, Action.processed, 10)
+    held = Event(a, 0, 0, 1, Action.held, 15)
+    failed = Event(a, 0, 0, 1, Action.ack_failed, 22, "INVALID_RECORD_STATE")
+    assert _twice(processed, held, failed) == (
+        "worker 0 processed it (delivery 1) and held it past its lock: the broker delivered "
+        "it again meanwhile; then its acceptance failed: INVALID_RECORD_STATE (the record "
+        "was no longer its to acknowledge: its lock had expired)")
+    assert _twice(processed, Event(a, 0, 0, 1, Action.ack_failed, 12,
+                                   "NOT_LEADER_OR_FOLLOWER")) == (
+        "worker 0 processed it (delivery 1), and its acceptance failed: "
+        "NOT_LEADER_OR_FOLLOWER (the partition's leader had changed): the broker delivered "
+        "it again")
+    # An error kaudit has no gloss for is named as it is.
+    assert _twice(processed, Event(a, 0, 0, 1, Action.ack_failed, 12, "ODD")).endswith(
+        "its acceptance failed: ODD: the broker delivered it again")
+    # Nothing journaled after the processing: said unknown, not guessed.
+    assert _twice(processed) == ("worker 0 processed it (delivery 1), and no answer to its "
+                                 "acceptance was seen: delivered again (unknown why)")
+    # A failure journaled for another delivery is not this processing's.
+    assert "unknown why" in _twice(processed, Event(a, 0, 0, 2, Action.ack_failed, 12, "X"))
 
 
 def test_what_breaks_at_least_once() -> None:
@@ -100,3 +127,47 @@ def test_journal_lines_read_back_and_a_torn_one_is_skipped() -> None:
     assert parse_event(journal_line(event)) == event
     assert parse_event("41 2 1 3 relea") is None
     assert parse_event("41 2 1 3 eaten 5") is None
+    failed = Event(41, 2, 1, 3, Action.ack_failed, 5, "INVALID_RECORD_STATE")
+    assert parse_event(journal_line(failed)) == failed
+    assert journal_line(Event(1, 0, 0, 1, Action.ack_failed, 5, "a b")).split()[-1] == "a_b"
+
+
+def test_per_second_counts_a_redelivery_by_the_journals_not_the_brokers_count() -> None:
+    start = 1_000_000
+    events = [Event(1, 0, 0, 1, Action.processed, start + 100),
+              Event(1, 0, 0, 1, Action.ack_failed, start + 200, "_TRANSPORT"),
+              Event(2, 0, 0, 1, Action.released, start + 300),
+              # the broker counted both redeliveries as first ones (a leader changed)
+              Event(1, 1, 0, 1, Action.processed, start + 2500),
+              Event(2, 1, 0, 1, Action.processed, start + 2600),
+              Event(1, 1, 0, 1, Action.accepted, start + 2700)]
+    assert per_second(events, start) == [
+        ShareSecond(0, processed=1, released=1, ack_failed=1), ShareSecond(1),
+        ShareSecond(2, processed=2, redelivered=2)]
+    assert per_second([], start) == []
+
+
+def test_a_redelivery_the_broker_counted_as_first_is_said_and_counted_as_a_delivery() -> None:
+    a = _seq_of(Treatment.accept, ACCEPT_ONLY)
+    events = [Event(a, 0, 0, 1, Action.processed, 10),
+              Event(a, 0, 0, 1, Action.ack_failed, 11, "_TRANSPORT"),
+              Event(a, 1, 0, 1, Action.processed, 20), Event(a, 1, 0, 1, Action.accepted, 21)]
+    (account,) = verify([a], events, ACCEPT_ONLY, 5, {}, "at-least-once").accounts
+    assert (account.fate, account.deliveries, account.top_count) == (
+        Fate.processed_twice, 2, 1)
+    assert account.why == (
+        "worker 0 processed it (delivery 1), and its acceptance failed: _TRANSPORT (the "
+        "connection to the partition's leader broke): the broker delivered it again; the "
+        "broker counted the next delivery 1 again (its count restarted)")
+
+
+def test_a_poison_record_is_judged_by_the_brokers_count_at_its_archiving() -> None:
+    mix = Mix(poison=0.5)
+    p = _seq_of(Treatment.poison, mix)
+    # four deliveries handled, the broker's count restarted once: archived at its count 3
+    events = [Event(p, 0, 0, d, Action.released) for d in (1, 1, 2, 3)]
+    (account,) = verify([p], events, mix, 3, {}, "at-least-once").accounts
+    assert (account.fate, account.deliveries, account.top_count, account.wrong) == (
+        Fate.archived, 4, 3, "")
+    assert account.why == "released on each of its 4 deliveries; the broker counted 3, the " \
+                          "limit is 3"
