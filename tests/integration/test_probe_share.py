@@ -11,10 +11,14 @@ from typing import Any
 
 import pytest
 
+from kaudit.cluster.client import AdminSession, TopicCollection
+from kaudit.cluster.protocol_share import share_state_key
+from kaudit.cluster.share_admin import group_coordinator, share_coordinator
+from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.share.verify import Mix, Treatment, treatment
-from tests.conftest import Lab, run_kaudit
+from tests.conftest import Lab, heal_lab, run_kaudit
 from tests.integration.test_lab import admin
-from tests.integration.test_share_groups import share_group_command
+from tests.integration.test_share_groups import share_group_command, share_state
 
 pytestmark = pytest.mark.kafka
 
@@ -58,38 +62,106 @@ def test_each_treatment_ends_as_it_must_and_the_brokers_agree(lab: Lab) -> None:
         _cleanup(lab, doc)
 
 
-def test_without_keep_the_topic_and_the_journals_go(lab: Lab) -> None:
-    before = set(Path(tempfile.gettempdir()).glob("kaudit-share-*"))
-    run = run_kaudit("probe", "share", "-b", lab.bootstrap, "--format", "json", "--count",
-                     "30", "--expect", "at-least-once", timeout=400)
-    assert run.code == 0, run.stderr
-    doc = json.loads(run.stdout)
-    assert doc["topic_deleted"] and doc["fates"]["processed"] == 30
-    assert set(Path(tempfile.gettempdir()).glob("kaudit-share-*")) == before
-
-
 def test_a_killed_workers_records_come_back_and_exactly_once_says_why_not(lab: Lab) -> None:
     # One partition that both workers share: the killed worker's records come back as its
     # connections close, not after the group's session timeout (45 s by default).
-    code, doc, err = _probe(lab, "--count", "200", "--workers", "2", "--partitions", "1",
-                            "--kill-worker", "--hold-after", "10", "--lock-ms", "15000",
+    # Without --keep: the topic and the journals go at the end, the kill notwithstanding.
+    before = set(Path(tempfile.gettempdir()).glob("kaudit-share-*"))
+    run = run_kaudit("probe", "share", "-b", lab.bootstrap, "--format", "json", "--count",
+                     "200", "--workers", "2", "--partitions", "1", "--kill-worker",
+                     "--hold-after", "10", "--lock-ms", "15000", "--expect", "exactly-once",
+                     timeout=400)
+    code, doc, err = run.code, json.loads(run.stdout), run.stderr
+    assert code == 1, (doc, err)
+    assert doc["topic_deleted"], doc
+    assert set(Path(tempfile.gettempdir()).glob("kaudit-share-*")) == before
+    (killed,) = doc["killed"]
+    worker = killed.split(":")[0]  # whichever got the records first
+    assert killed == f"{worker}: SIGKILLed while it held its records' locks"
+    assert doc["settled"] and doc["fates"]["never_delivered"] == 0
+    twice = [r for r in doc["records"] if r["fate"] == "processed_twice"]
+    # It held the 10 it had processed: each came back and was processed again.
+    assert len(twice) == 10, doc["fates"]
+    assert all(r["why"].startswith(f"{worker} processed it (delivery 1) and was "
+                                   "SIGKILLed while it held its records' locks before "
+                                   "its acceptance was committed") for r in twice), twice
+    # Not lost: every record was processed, once or (those the killed worker had in
+    # hand) twice.
+    assert doc["fates"]["processed"] + len(twice) == 200
+    assert doc["violations"] == [f"{len(twice)} record(s) processed 2 times "
+                                 f"(e.g. record {twice[0]['seq']})"]
+
+
+def _java_hash(text: str) -> int:
+    """Java's String.hashCode (the share coordinator's key hash)."""
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def test_a_worker_past_its_lock_processes_twice_and_the_lookups_agree_with_kafka(
+        lab: Lab) -> None:
+    # One partition that both workers share; a lock of 2 s (the lab lets it be 1 s).
+    code, doc, err = _probe(lab, "--count", "100", "--workers", "2", "--partitions", "1",
+                            "--slow-worker", "--hold-after", "10", "--lock-ms", "2000",
                             "--expect", "exactly-once")
     try:
         assert code == 1, (doc, err)
-        (killed,) = doc["killed"]
-        worker = killed.split(":")[0]  # whichever got the records first
-        assert killed == f"{worker}: SIGKILLed while it held its records' locks"
         assert doc["settled"] and doc["fates"]["never_delivered"] == 0
         twice = [r for r in doc["records"] if r["fate"] == "processed_twice"]
-        # It held the 10 it had processed: each came back and was processed again.
-        assert len(twice) == 10, doc["fates"]
-        assert all(r["why"].startswith(f"{worker} processed it (delivery 1) and was "
-                                       "SIGKILLed while it held its records' locks before "
-                                       "its acceptance was committed") for r in twice), twice
-        # Not lost: every record was processed, once or (those the killed worker had in
-        # hand) twice.
-        assert doc["fates"]["processed"] + len(twice) == 200
-        assert doc["violations"] == [f"{len(twice)} record(s) processed 2 times "
-                                     f"(e.g. record {twice[0]['seq']})"]
+        held = [r for r in twice if "held it past its lock" in r["why"]]
+        # The held record (the slow worker's 10th processing) came back to the other
+        # worker; so did the rest of its batch, whose locks expired with it: each of those
+        # acknowledgements was refused for what it was.
+        assert len(held) == 1, twice
+        assert held[0]["why"].endswith("then its acceptance failed: INVALID_RECORD_STATE "
+                                       "(the record was no longer its to acknowledge: its "
+                                       "lock had expired)"), held
+        assert all(r["why"].endswith("its acceptance failed: INVALID_RECORD_STATE (the "
+                                     "record was no longer its to acknowledge: its lock had "
+                                     "expired): the broker delivered it again")
+                   for r in twice if r not in held), twice
+        assert doc["fates"]["processed"] + len(twice) == 100
+        assert sum(t["redelivered"] for t in doc["timeline"]) == len(twice)
+        assert share_state(lab, doc["group"])[0][1] == 0  # nothing left to deliver
+        # The coordinators the faults aim at, found as Kafka's own tool and hash find them.
+        session = AdminSession(ConnectionSettings(lab.bootstrap))
+        (state,) = share_group_command(lab, doc["group"], "--state")
+        assert f"({group_coordinator(session, doc['group'])})" in state, state
+        topic_id = str(session.wait(session.admin.describe_topics(
+            TopicCollection([doc["topic"]]))[doc["topic"]]).topic_id)
+        key = share_state_key(doc["group"], topic_id, 0)
+        meta = session.list_topics().topics["__share_group_state"].partitions
+        hashed = abs(_java_hash(key)) % len(meta)
+        assert share_coordinator(session, doc["group"], doc["topic"], 0) == \
+            meta[hashed].leader
     finally:
+        _cleanup(lab, doc)
+
+
+def test_a_killed_share_coordinator_loses_nothing_and_each_duplicate_says_why(
+        lab: Lab) -> None:
+    # The share coordinator of partition 0 leads one of the topic's three partitions too
+    # (three brokers, three partitions): its kill moves a share-partition's leader as well.
+    code, doc, err = _probe(lab, "--count", "600", "--processing-ms", "10",
+                            "--fault", "kill-share-coordinator", "--fault-at", "30%",
+                            "--fault-duration", "2", "--lab-state-dir", lab.state_dir,
+                            "--expect", "at-least-once")
+    try:
+        assert code == 0, (doc["violations"], doc["notes"], err)
+        assert doc["settled"] and doc["fates"]["never_delivered"] == 0
+        (struck, healed) = doc["events"]
+        assert struck["kind"] == "fault" and healed["kind"] == "heal", doc["events"]
+        broker = struck["detail"].removeprefix("SIGKILL share-coordinator ")
+        assert healed["detail"] == f"broker {broker} restarted"
+        # Every record processed; those processed again each say what their first
+        # processing's acceptance met (Kafka's error, or no answer).
+        twice = [r for r in doc["records"] if r["fate"] == "processed_twice"]
+        assert doc["fates"]["processed"] + len(twice) == 600
+        assert all(r["why"].startswith("worker ") for r in twice), twice
+        state = share_state(lab, doc["group"])  # nothing left to deliver, by the broker
+        assert sorted(state) == [0, 1, 2] and all(lag == 0 for _, lag in state.values()), state
+    finally:
+        heal_lab(lab)
         _cleanup(lab, doc)
