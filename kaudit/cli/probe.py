@@ -38,6 +38,7 @@ class Side(StrEnum):
 
     producer = "producer"
     consumer = "consumer"
+    share = "share"
 
 
 app = typer.Typer(rich_markup_mode=None)
@@ -255,20 +256,22 @@ def prove(
         metavar="DIR", help="State directory of the lab whose brokers the schedules signal.")
     ] = None,
     only: Annotated[Side | None, typer.Option(
-        help="Prove one half only [default: both].")] = None,
+        help="Prove one part only [default: all three].")] = None,
     format: options.PageFormatOption = None,
     output: options.Output = None,
     connection: options.ConnectionOptions = options.NO_CONNECTION,
 ) -> int:
-    """Show on the lab what each producer setting and each consumer commit strategy really
-    delivers, claim by claim.
+    """Show on the lab what each producer setting, each consumer commit strategy and a
+    share group really deliver, claim by claim.
 
     Producer: one probe run per claim (acks, min.insync.replicas, unclean election,
     idempotence, transactions, the high watermark), each under a fault schedule that makes
     the failure happen every time. Consumer: one `probe consume` run per commit strategy
     (before-process, after-process, transactional, sink-offsets), its workers crashed
-    between the strategy's two steps. Exits 0 when every claim is CONFIRMED, 1 otherwise.
-    Takes about three and a half minutes on a 2-core machine.
+    between the strategy's two steps. Share: four short `probe share` runs (a worker killed
+    holding its locks, poison records, a worker past its lock, a group starting at latest).
+    Exits 0 when every claim is CONFIRMED, 1 otherwise. Takes about four and a half minutes
+    on a 2-core machine (the share part alone, under a minute).
     """
     import time
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -20,6 +21,13 @@ GROUP = "Share group"
 TOPIC = "Topic"
 _INTERRUPTED = ("kaudit probe share: interrupted; stopping the workers and accounting for "
                 "what they did (Ctrl-C again to abandon)")
+
+
+class OffsetReset(StrEnum):
+    """Where a new share group starts."""
+
+    earliest = "earliest"
+    latest = "latest"
 
 
 def _share(value: float, option: str) -> float:
@@ -42,6 +50,11 @@ def share(
         rich_help_panel=GROUP, help="Share of the records released on every delivery (each "
                                     "must be archived after exactly the delivery count "
                                     "limit).")] = 0.0,
+    auto_offset_reset: Annotated[OffsetReset, typer.Option(
+        rich_help_panel=GROUP,
+        help="share.auto.offset.reset of the run's group. Kafka's default is latest: a new "
+             "group never delivers what was written before it first fetched (the run then "
+             "says so, record by record).")] = OffsetReset.earliest,
     processing_ms: Annotated[int, typer.Option(
         min=0, max=600_000, rich_help_panel=GROUP,
         help="Milliseconds each worker takes over each record it processes (spreads the run "
@@ -119,7 +132,8 @@ def share(
         raise InputError("--release, --reject and --poison add up to more than 1") from None
     settings = ShareSettings(
         count=count, partitions=partitions, replication_factor=replication_factor,
-        workers=workers, mix=mix, processing_ms=processing_ms, kill_worker=kill_worker,
+        workers=workers, mix=mix, auto_offset_reset=auto_offset_reset.value,
+        processing_ms=processing_ms, kill_worker=kill_worker,
         slow_worker=slow_worker,
         hold_after=hold_after, lock_ms=lock_ms, delivery_limit=delivery_limit, settle_s=settle,
         expect=expect.value if expect else None, keep=keep,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
-from kaudit.cluster.model import Broker
+from kaudit.cluster.model import Broker, SharePartition
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.waiting import Deadline, wait_for
 
@@ -70,15 +70,14 @@ def _broker(session: AdminSession, broker_id: int) -> Broker:
     return found[0]
 
 
-def group_lag(session: AdminSession, group: str) -> dict[tuple[str, int], int | None]:
-    """Each share-partition of ``group`` and the records its coordinator says are left to
-    deliver or acknowledge (None: not said); raises when it cannot be read."""
+def group_offsets(session: AdminSession, group: str) -> list[SharePartition]:
+    """Each share-partition of ``group`` as its coordinator says now: its start offset and
+    the records left to deliver or acknowledge (lag); raises when it cannot be read."""
     from kaudit.cluster.protocol_share import share_offsets
 
     coordinator = _broker(session, group_coordinator(session, group))
-    found = share_offsets(session.settings, coordinator, group,
-                          Deadline(session.settings.timeout))
-    return {(p.topic, p.partition): p.lag for p in found}
+    return share_offsets(session.settings, coordinator, group,
+                         Deadline(session.settings.timeout))
 
 
 def group_coordinator(session: AdminSession, group: str) -> int:

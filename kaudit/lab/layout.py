@@ -127,7 +127,7 @@ def _node_properties(
         return common | {
             "listeners": f"CONTROLLER://127.0.0.1:{port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-        } | SHORT_SHARE_LOCKS | (secured or {})
+        } | SHARE_GROUP_TIMING | (secured or {})
     internal_rf = str(min(3, broker_count))
     # A secured lab names its client listener CLIENT (protocol from ``secured``).
     listener = "CLIENT" if secured else "PLAINTEXT"
@@ -145,17 +145,23 @@ def _node_properties(
             "transaction.state.log.min.isr": str(min(2, broker_count)),
             "group.initial.rebalance.delay.ms": "0",
         }
-        | SHORT_SHARE_LOCKS
+        | SHARE_GROUP_TIMING
         | (secured or {})
         # "{port}" lets one --broker-config value name each broker's own port.
         | {k: v.replace("{port}", str(port)) for k, v in extra.items()}
     )
 
 
-SHORT_SHARE_LOCKS = {"group.share.min.record.lock.duration.ms": "1000"}
+SHARE_GROUP_TIMING = {
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.min.heartbeat.interval.ms": "1000",
+    "group.share.heartbeat.interval.ms": "1000",
+}
 """A share group's record lock may be set as short as a second (Kafka's floor is 15 s), so
-that ``probe share --slow-worker`` outlives its lock in seconds. The controllers too: they
-validate a group's configs against their own."""
+that ``probe share --slow-worker`` outlives its lock in seconds; members heartbeat every
+second, not five, so that a new member gets its partitions a second after it joins, as a
+consumer group's member does in the lab (``group.initial.rebalance.delay.ms=0``). The
+controllers too: they validate a group's configs against their own."""
 
 LAB_JIT = ("-XX:TieredStopAtLevel=1",)
 """The lab's JVMs compile with C1 only: they start often (every kill, restart and roll) and

@@ -1,5 +1,6 @@
 """``kaudit probe prove``: the claims about Kafka delivery, shown on the lab: the producer's
-(acks, ISR, idempotence, transactions) and the consumer's (when offsets are committed).
+(acks, ISR, idempotence, transactions), the consumer's (when offsets are committed) and the
+share group's (redelivery, archiving, lock expiry, where a new group starts).
 
 Each claim is checked on one or two *experiments*: probe runs whose fault schedule makes the
 failure happen (see :mod:`kaudit.probe.faults`), so the expected outcome is reached every
@@ -23,9 +24,12 @@ from kaudit.probe.faults.lab import lab_at
 from kaudit.probe.faults.registry import parse_fault
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.runner import run_probe
+from kaudit.probe.share.model import ShareReport, ShareSettings
+from kaudit.probe.share.runner import run_share
+from kaudit.probe.share.verify import Fate, Mix, Treatment
 
-SIDES = ("producer", "consumer")
-"""The halves of the proof, both by default (``--only`` picks one)."""
+SIDES = ("producer", "consumer", "share")
+"""The parts of the proof, all by default (``--only`` picks one)."""
 SETTLE_WAIT_S = 120.0
 """How long a healthy cluster (every replica in sync) is waited for before each run."""
 
@@ -80,8 +84,31 @@ class ConsumerExperiment:
         return f"--commit {self.strategy}"
 
 
-Report = ProbeReport | ConsumeReport
-Outcome = Callable[[dict[str, Report]], tuple[bool, str]]
+@dataclass(frozen=True)
+class ShareExperiment:
+    """One ``probe share`` run of the proof: a short run on one or three partitions whose
+    schedule (a worker killed, poison records, a worker past its lock, a late start) makes
+    the behaviour happen every time."""
+
+    name: str
+    settings: ShareSettings
+    fault: str
+
+    def label(self) -> str:
+        s = self.settings
+        parts = [f"{s.workers} workers, {s.partitions} partition(s)"]
+        if s.lock_ms is not None:
+            parts.append(f"lock {s.lock_ms} ms")
+        if s.delivery_limit is not None:
+            parts.append(f"delivery limit {s.delivery_limit}")
+        if s.auto_offset_reset != "earliest":
+            parts.append(f"starting at {s.auto_offset_reset}")
+        return ", ".join(parts)
+
+
+RunReport = ProbeReport | ConsumeReport | ShareReport
+"""The report of one run of the proof, whichever part it belongs to."""
+Outcome = Callable[[dict[str, RunReport]], tuple[bool, str]]
 """Reads the experiments' reports: (does the claim hold, the observed counts)."""
 
 
@@ -120,8 +147,76 @@ CONSUMER_EXPERIMENTS = tuple(ConsumerExperiment(f"consume-{strategy}", strategy)
 """Every consumer run the proof makes, in order."""
 
 
+# Two workers on one partition: a record one of them drops comes straight back to the other.
+SHARE_EXPERIMENTS = (
+    ShareExperiment("share-kill", ShareSettings(
+        count=200, workers=2, partitions=1, kill_worker=True, hold_after=10, lock_ms=15000,
+        settle_s=90.0), "a worker SIGKILLed holding its locks"),
+    ShareExperiment("share-poison", ShareSettings(
+        count=200, mix=Mix(poison=0.05), delivery_limit=3, settle_s=90.0),
+        "poison records released on every delivery"),
+    ShareExperiment("share-slow", ShareSettings(
+        count=100, workers=2, partitions=1, slow_worker=True, hold_after=10, lock_ms=2000,
+        settle_s=90.0), "a worker holding a record past its lock"),
+    ShareExperiment("share-latest", ShareSettings(
+        count=100, auto_offset_reset="latest", settle_s=90.0),
+        "records written before the group's first fetch"),
+)
+"""Every share-group run the proof makes, in order."""
+
+
+def _fates(report: ShareReport) -> dict[str, int]:
+    return {f: report.verification.counts.get(f.value, 0) for f in Fate}
+
+
+def _killed_comes_back(reports: dict[str, RunReport]) -> tuple[bool, str]:
+    report = reports["share-kill"]
+    assert isinstance(report, ShareReport)
+    n = _fates(report)
+    left = n[Fate.never_delivered] + n[Fate.unsettled]
+    return (bool(report.killed) and n[Fate.processed_twice] > 0 and left == 0,
+            f"processed again {n[Fate.processed_twice]} (the killed worker's), never "
+            f"delivered {n[Fate.never_delivered]}, unsettled {n[Fate.unsettled]}")
+
+
+def _poison_archived(reports: dict[str, RunReport]) -> tuple[bool, str]:
+    report = reports["share-poison"]
+    assert isinstance(report, ShareReport)
+    poison = [a for a in report.verification.accounts if a.treatment == Treatment.poison]
+    exact = [a for a in poison if a.fate == Fate.archived and not a.processings
+             and a.top_count == report.delivery_limit]
+    return (bool(poison) and len(exact) == len(poison),
+            f"archived {len(exact)} of {len(poison)} poison records after exactly "
+            f"{report.delivery_limit} deliveries")
+
+
+def _lock_expiry_twice(reports: dict[str, RunReport]) -> tuple[bool, str]:
+    report = reports["share-slow"]
+    assert isinstance(report, ShareReport)
+    n = _fates(report)
+    held = [a for a in report.verification.accounts if "held it past its lock" in a.why]
+    return (len(held) == 1 and held[0].fate == Fate.processed_twice
+            and n[Fate.never_delivered] == 0,
+            f"the held record processed {held[0].processings if held else 0} times; "
+            f"{n[Fate.processed_twice]} processed twice in all")
+
+
+def _latest_misses_the_past(reports: dict[str, RunReport]) -> tuple[bool, str]:
+    report = reports["share-latest"]
+    assert isinstance(report, ShareReport)
+    count = report.settings.count
+    before = [a for a in report.verification.accounts if a.seq < count]
+    missed = [a for a in before if a.fate == Fate.never_delivered
+              and "below the group's start offset" in a.why]
+    late = [a for a in report.verification.accounts if a.seq >= count
+            and a.fate == Fate.processed]
+    return (len(missed) == count and bool(late),
+            f"never delivered {len(missed)} of the {count} written before; "
+            f"processed {len(late)} written after")
+
+
 def _consumed(name: str, lost: bool, duplicated: bool) -> Outcome:
-    def outcome(reports: dict[str, Report]) -> tuple[bool, str]:
+    def outcome(reports: dict[str, RunReport]) -> tuple[bool, str]:
         report = reports[name]
         assert isinstance(report, ConsumeReport)
         v = report.verification
@@ -137,14 +232,14 @@ def _counts(report: ProbeReport, *names: str) -> str:
 
 
 def _one(name: str, holds: Callable[[ProbeReport], bool], *shown: str) -> Outcome:
-    def outcome(reports: dict[str, Report]) -> tuple[bool, str]:
+    def outcome(reports: dict[str, RunReport]) -> tuple[bool, str]:
         report = reports[name]
         assert isinstance(report, ProbeReport)
         return holds(report), _counts(report, *shown)
     return outcome
 
 
-def _unclean_truncates(reports: dict[str, Report]) -> tuple[bool, str]:
+def _unclean_truncates(reports: dict[str, RunReport]) -> tuple[bool, str]:
     on, off = reports["isr1-unclean"], reports["isr1-clean"]
     assert isinstance(on, ProbeReport) and isinstance(off, ProbeReport)
     offline = off.timeline.summary()["unavailable_seconds"]
@@ -153,7 +248,7 @@ def _unclean_truncates(reports: dict[str, Report]) -> tuple[bool, str]:
             f"{off.verification.lost}, unavailable {offline}s")
 
 
-def _reader_saw_only_replicated(reports: dict[str, Report]) -> tuple[bool, str]:
+def _reader_saw_only_replicated(reports: dict[str, RunReport]) -> tuple[bool, str]:
     report = reports["acks1"]
     assert isinstance(report, ProbeReport)
     return (report.verification.lost > 0 and report.read_then_lost == 0,
@@ -204,6 +299,18 @@ CLAIMS = (
     Claim("results and offsets in one sink transaction: exactly once",
           ("consume-sink-offsets",), "lost = 0, duplicated = 0",
           _consumed("consume-sink-offsets", lost=False, duplicated=False), "consumer"),
+    Claim("a share group delivers a killed worker's records again: none lost",
+          ("share-kill",), "processed again > 0, never delivered = 0", _killed_comes_back,
+          "share"),
+    Claim("a record released on every delivery is archived after exactly the limit",
+          ("share-poison",), "every poison record archived at the limit", _poison_archived,
+          "share"),
+    Claim("a worker slower than its lock has its record processed twice",
+          ("share-slow",), "the held record processed 2 times", _lock_expiry_twice,
+          "share"),
+    Claim("a share group starting at latest never delivers what came before",
+          ("share-latest",), "never delivered = all written before; later ones processed",
+          _latest_misses_the_past, "share"),
 )
 """The rows of the proof, each naming the experiments it reads."""
 
@@ -227,11 +334,13 @@ def base_settings(lab_state_dir: Path | None, count: int, rate: float) -> ProbeS
                          e2e_latency=False)
 
 
-def judge(reports: dict[str, Report], sides: tuple[str, ...] = SIDES) -> list[ProofRow]:
+def judge(reports: dict[str, RunReport], sides: tuple[str, ...] = SIDES) -> list[ProofRow]:
     """Every claim of ``sides`` against the runs made; a claim whose run is missing or
     inconclusive is not confirmed."""
-    by_name: dict[str, Experiment | ConsumerExperiment] = {e.name: e for e in EXPERIMENTS}
+    by_name: dict[str, Experiment | ConsumerExperiment | ShareExperiment] = {
+        e.name: e for e in EXPERIMENTS}
     by_name.update((e.name, e) for e in CONSUMER_EXPERIMENTS)
+    by_name.update((e.name, e) for e in SHARE_EXPERIMENTS)
     rows = []
     for claim in (c for c in CLAIMS if c.side in sides):
         used = [by_name[name] for name in claim.experiments]
@@ -253,16 +362,17 @@ def judge(reports: dict[str, Report], sides: tuple[str, ...] = SIDES) -> list[Pr
 
 def run_proof(conn: ConnectionSettings, base: ProbeSettings, interrupted: threading.Event,
               say: Callable[[str], None], sides: tuple[str, ...] = SIDES
-              ) -> tuple[list[ProofRow], dict[str, Report]]:
+              ) -> tuple[list[ProofRow], dict[str, RunReport]]:
     """Make every experiment of ``sides`` on a healthy cluster, then judge its claims."""
     # Every schedule signals the lab's brokers: no lab there is exit 2 before any run.
     lab_at(base.lab_state_dir)
-    reports: dict[str, Report] = {}
+    reports: dict[str, RunReport] = {}
     session = AdminSession(conn)
     producer = EXPERIMENTS if "producer" in sides else ()
     consumer = CONSUMER_EXPERIMENTS if "consumer" in sides else ()
-    total = len(producer) + len(consumer)
-    for n, experiment in enumerate((*producer, *consumer), 1):
+    share = SHARE_EXPERIMENTS if "share" in sides else ()
+    total = len(producer) + len(consumer) + len(share)
+    for n, experiment in enumerate((*producer, *consumer, *share), 1):
         if interrupted.is_set():
             break
         if not wait_until_in_sync(session, SETTLE_WAIT_S, interrupted):
@@ -272,6 +382,8 @@ def run_proof(conn: ConnectionSettings, base: ProbeSettings, interrupted: thread
         if isinstance(experiment, ConsumerExperiment):
             reports[experiment.name] = run_consume(
                 conn, experiment.settings(base.lab_state_dir), interrupted)
+        elif isinstance(experiment, ShareExperiment):
+            reports[experiment.name] = run_share(conn, experiment.settings, interrupted)
         else:
             reports[experiment.name] = run_probe(conn, experiment.settings(base), interrupted)
     return judge(reports, sides), reports

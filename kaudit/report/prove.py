@@ -9,7 +9,8 @@ from tabulate import tabulate
 
 from kaudit.probe.consume.model import ConsumeReport
 from kaudit.probe.model import ProbeReport
-from kaudit.probe.prove import ProofRow
+from kaudit.probe.prove import ProofRow, RunReport
+from kaudit.probe.share.model import ShareReport
 from kaudit.report.base import Report, text_only
 from kaudit.report.check.table import wrap
 
@@ -21,7 +22,7 @@ class Proof:
     """The rows of a proof and the probe runs they read."""
 
     rows: list[ProofRow]
-    reports: dict[str, ProbeReport | ConsumeReport]
+    reports: dict[str, RunReport]
     seconds: float
 
     @property
@@ -48,8 +49,20 @@ def prove_document(proof: Proof) -> dict[str, Any]:
     }
 
 
-def _run(rep: ProbeReport | ConsumeReport) -> dict[str, Any]:
-    """One run's counts (a consumer run: its ``kaudit.consume/v1`` counts and crashes)."""
+def _run(rep: RunReport) -> dict[str, Any]:
+    """One run's counts (a consumer run: its ``kaudit.consume/v1`` counts and crashes; a
+    share-group run: its records by fate, never delivered as lost and processed twice as
+    duplicated)."""
+    if isinstance(rep, ShareReport):
+        from kaudit.report.share import share_document
+
+        doc = share_document(rep)
+        fates = doc["fates"]
+        return {**{k: doc[k] for k in ("run_id", "topic", "group", "settings", "written",
+                                        "delivery_limit", "fates", "killed", "events",
+                                        "settled", "verdict")},
+                "processed": fates["processed"] + fates["processed_twice"],
+                "lost": fates["never_delivered"], "duplicated": fates["processed_twice"]}
     if isinstance(rep, ConsumeReport):
         from kaudit.report.consume import consume_document
 

@@ -165,3 +165,17 @@ def test_a_killed_share_coordinator_loses_nothing_and_each_duplicate_says_why(
     finally:
         heal_lab(lab)
         _cleanup(lab, doc)
+
+
+def test_probe_prove_confirms_every_share_claim_on_its_own_short_schedule(lab: Lab) -> None:
+    run = run_kaudit("probe", "prove", "--only", "share", "-b", lab.bootstrap,
+                     "--lab-state-dir", lab.state_dir, "--format", "json", timeout=600)
+    doc = json.loads(run.stdout)
+    assert run.code == 0, (doc["rows"], run.stderr)
+    assert [r["runs"] for r in doc["rows"]] == [["share-kill"], ["share-poison"],
+                                                ["share-slow"], ["share-latest"]]
+    assert all(r["verdict"] == "CONFIRMED" for r in doc["rows"])
+    runs = doc["runs"]
+    assert runs["share-kill"]["lost"] == 0 and runs["share-kill"]["duplicated"] > 0
+    assert runs["share-slow"]["duplicated"] > 0
+    assert runs["share-latest"]["lost"] >= 100  # all written before it, and late ones

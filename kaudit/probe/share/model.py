@@ -23,6 +23,9 @@ class ShareSettings:
     """The first worker to have processed ``hold_after`` records stops acknowledging,
     holding its records' locks, and is SIGKILLed: its records must come back to the
     others."""
+    auto_offset_reset: str = "earliest"
+    """The group's ``share.auto.offset.reset`` (Kafka's default is latest: a new group
+    never delivers what was written before it first fetched)."""
     processing_ms: int = 0
     """How long each worker takes over each record it processes."""
     slow_worker: bool = False
@@ -48,6 +51,7 @@ class ShareSettings:
         return {"count": self.count, "partitions": self.partitions,
                 "replication_factor": self.replication_factor, "workers": self.workers,
                 "processing_ms": self.processing_ms,
+                "auto_offset_reset": self.auto_offset_reset,
                 "release": self.mix.release, "reject": self.mix.reject,
                 "poison": self.mix.poison, "kill_worker": self.kill_worker,
                 "slow_worker": self.slow_worker,
@@ -91,6 +95,23 @@ class ShareReport:
     events: list[ShareEvent] = field(default_factory=list)
     timeline: list[ShareSecond] = field(default_factory=list)
     """The workers' deliveries second by second, from the start of the run."""
+
+    def inconclusive(self) -> bool:
+        """Whether the run has shown nothing about what it was asked: the worker to kill
+        or to slow down never got that far, or no record was processed at all."""
+        return bool(self.inconclusive_reason())
+
+    def inconclusive_reason(self) -> str:
+        """Why :meth:`inconclusive`, in a few words ("" when it is not)."""
+        accounts = self.verification.accounts
+        if self.settings.kill_worker and not self.killed:
+            return "no worker was killed"
+        if self.settings.slow_worker and not any("held it past its lock" in a.why
+                                                 for a in accounts):
+            return "no record was held past its lock"
+        if not any(a.processings for a in accounts):
+            return "no record was processed"
+        return ""
 
     @property
     def verdict(self) -> str:

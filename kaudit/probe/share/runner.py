@@ -26,7 +26,7 @@ from kaudit.cluster.client import AdminSession, new_producer
 from kaudit.cluster.share_admin import (
     delivery_limit,
     group_coordinator,
-    group_lag,
+    group_offsets,
     set_group_configs,
     share_coordinator,
 )
@@ -37,7 +37,15 @@ from kaudit.probe.faults.injector import FaultInjector, Targets, start_injector
 from kaudit.probe.faults.lab import LabControl, lab_for
 from kaudit.probe.faults.registry import fault_at_reached
 from kaudit.probe.share.model import ShareEvent, ShareReport, ShareSettings
-from kaudit.probe.share.verify import Action, Event, Fate, parse_event, per_second, verify
+from kaudit.probe.share.verify import (
+    Action,
+    Event,
+    Fate,
+    explain_undelivered,
+    parse_event,
+    per_second,
+    verify,
+)
 from kaudit.probe.share.worker import holding_name, journal_name, record_value
 from kaudit.probe.spawn import spawn_worker
 from kaudit.waiting import Deadline
@@ -150,6 +158,21 @@ def unconfirmed(events: list[Event]) -> bool:
     return any((seq, d) not in accepted for seq, d in last.items())
 
 
+def _over(events: list[Event], written: set[int], settings: ShareSettings, limit: int,
+          killed: dict[tuple[int, int], str], broker: LagWatch) -> bool:
+    """Whether every record is at its end: by the journals (processed and its acceptance
+    confirmed, rejected, or archived), or else by the coordinator (nothing left to deliver:
+    a record no worker has will never come, a record whose acceptance went unconfirmed was
+    taken), once no record is in a worker's hands."""
+    result = verify(written, events, settings.mix, limit, killed, None)
+    fates = {a.fate for a in result.accounts}
+    if Fate.unsettled in fates:
+        return False
+    if Fate.never_delivered not in fates and not unconfirmed(events):
+        return True
+    return broker.done()
+
+
 class LagWatch:
     """Whether the share group's coordinator says nothing is left to deliver or
     acknowledge (lag 0 on every partition), asked at most every :data:`ASK_EVERY_S`: what
@@ -158,36 +181,41 @@ class LagWatch:
     ASK_EVERY_S = 2.0
 
     def __init__(self, session: AdminSession, group: str, topic: str, partitions: int) -> None:
-        self.session, self.group = session, group
+        self.session, self.group, self.topic = session, group, topic
         self.wanted = {(topic, p) for p in range(partitions)}
         self.asked_at = 0.0
+        self.starts: dict[int, int | None] = {}
+        """The share-partition start offsets the coordinator last gave."""
 
     def done(self) -> bool:
         if time.monotonic() - self.asked_at < self.ASK_EVERY_S:
             return False
         self.asked_at = time.monotonic()
         try:
-            lag = group_lag(self.session, self.group)
+            found = group_offsets(self.session, self.group)
         except Exception:  # a coordinator moving or down: ask again later
             return False
-        return self.wanted <= lag.keys() and all(lag[k] == 0 for k in self.wanted)
+        mine = {(p.topic, p.partition): p for p in found if p.topic == self.topic}
+        self.starts = {p.partition: p.start_offset for p in mine.values()}
+        return self.wanted <= mine.keys() and all(mine[k].lag == 0 for k in self.wanted)
 
 
-def _write(conn: ConnectionSettings, topic: str, run: str, settings: ShareSettings
-           ) -> set[int]:
-    """Write the records; the sequence numbers the brokers acknowledged."""
-    acked: set[int] = set()
+def _write(conn: ConnectionSettings, topic: str, run: str,
+           records: list[tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """Write ``records`` (sequence number, partition); each one the brokers acknowledged,
+    with its partition and offset."""
+    placed: dict[int, tuple[int, int]] = {}
     producer = new_producer(conn, None, **{"acks": "all", "enable.idempotence": True})
 
     def on_delivery(err: Any, msg: Any) -> None:
         if err is None:
-            acked.add(int(msg.value().split()[2]))
+            placed[int(msg.value().split()[2])] = (msg.partition(), msg.offset())
 
-    for seq in range(settings.count):
+    for seq, partition in records:
         while True:
             try:
-                producer.produce(topic, value=record_value(run, seq),
-                                 partition=seq % settings.partitions, on_delivery=on_delivery)
+                producer.produce(topic, value=record_value(run, seq), partition=partition,
+                                 on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -195,7 +223,39 @@ def _write(conn: ConnectionSettings, topic: str, run: str, settings: ShareSettin
     if left:
         raise ConnectionFailure(f"{left} record(s) of {topic} not acknowledged within "
                                 f"{conn.timeout * 3:g}s")
-    return acked
+    return placed
+
+
+class LateRecords:
+    """``share.auto.offset.reset=latest``: records written while the workers run, one per
+    partition a second until each partition has had one processed. They show where the
+    group began: the records written before it first fetched are never delivered, the late
+    ones are; and the first acknowledged makes the coordinator persist the start offset."""
+
+    EVERY_S = 1.0
+
+    def __init__(self, conn: ConnectionSettings, topic: str, run: str,
+                 settings: ShareSettings) -> None:
+        self.conn, self.topic, self.run = conn, topic, run
+        self.partitions = settings.partitions
+        self.next_seq = settings.count
+        self.written_at = 0.0
+        self.placed: dict[int, tuple[int, int]] = {}
+
+    def write(self, events: list[Event]) -> dict[int, tuple[int, int]]:
+        """Write one more to each partition that has had none processed (at most every
+        :data:`EVERY_S`); what was written."""
+        done = {self.placed[e.seq][0] for e in events
+                if e.action == Action.processed and e.seq in self.placed}
+        waiting = [p for p in range(self.partitions) if p not in done]
+        if not waiting or time.monotonic() - self.written_at < self.EVERY_S:
+            return {}
+        self.written_at = time.monotonic()
+        records = [(self.next_seq + i, p) for i, p in enumerate(waiting)]
+        self.next_seq += len(records)
+        new = _write(self.conn, self.topic, self.run, records)
+        self.placed.update(new)
+        return new
 
 
 def run_share(conn: ConnectionSettings, settings: ShareSettings,
@@ -217,14 +277,18 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
                                "poison": settings.mix.poison}}, run_dir, log)
     deleted, injector = False, None
     try:
-        configs = {"share.auto.offset.reset": "earliest"}
+        configs = {"share.auto.offset.reset": settings.auto_offset_reset}
         if settings.lock_ms is not None:
             configs["share.record.lock.duration.ms"] = str(settings.lock_ms)
         if settings.delivery_limit is not None:
             configs["share.delivery.count.limit"] = str(settings.delivery_limit)
         set_group_configs(session, group, configs)
         limit = delivery_limit(session, group)
-        written = _write(conn, topic, run, settings)
+        placed = _write(conn, topic, run, [(seq, seq % settings.partitions)
+                                           for seq in range(settings.count)])
+        written = set(placed)
+        late = LateRecords(conn, topic, run, settings) \
+            if settings.auto_offset_reset == "latest" else None
         for w in range(settings.workers):
             workers.start(w, settings)
         progress = [0.0]
@@ -235,10 +299,13 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
         while not deadline.expired() and not interrupted.is_set():
             workers.kill_holders()
             events = workers.events()
+            if late is not None:
+                new = late.write(events)
+                placed.update(new)
+                written.update(new)
             progress[0] = processed_share(events, written)
-            if settled(events, written, settings, limit, workers.killed) and (
-                    injector is None or not injector.under_way()) and (
-                    not unconfirmed(events) or broker.done()):
+            if _over(events, written, settings, limit, workers.killed, broker) and (
+                    injector is None or not injector.under_way()):
                 done = True
                 break
             time.sleep(0.5)
@@ -256,6 +323,12 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
             deleted = delete_probe_topic(session, topic)
             shutil.rmtree(run_dir, ignore_errors=True)  # the journals, read above
     result = verify(written, events, settings.mix, limit, workers.killed, settings.expect)
+    if result.counts.get(Fate.never_delivered.value):
+        explain_undelivered(result, placed, broker.starts, settings.auto_offset_reset)
+    if late is not None and late.placed:
+        notes.append(f"share.auto.offset.reset=latest: {len(late.placed)} record(s) written "
+                     "while the workers ran (from sequence number "
+                     f"{min(late.placed)}), to show where the group began")
     if settings.keep:
         notes.append(f"kept: topic and group {topic}; journals in {run_dir}")
     return ShareReport(run_id=run, topic=topic, group=group, settings=settings,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 SPREAD = 0.6180339887498949
@@ -148,7 +148,7 @@ def verify(written: Iterable[int], events: Iterable[Event], mix: Mix, limit: int
         account = _account(seq, treatment(seq, mix), by_seq.get(seq, []), limit, killed)
         wrong = _wrong(account, limit, expect)
         if wrong:
-            account = Account(**{**account.__dict__, "wrong": wrong})
+            account = replace(account, wrong=wrong)
             out.violations.append(account)
         out.accounts.append(account)
         out.counts[account.fate.value] = out.counts.get(account.fate.value, 0) + 1
@@ -243,6 +243,28 @@ def _why_twice(events: list[Event], killed: Mapping[tuple[int, int], str]) -> st
         return f"{said}, and {failure}: the broker delivered it again{recount}"
     return (f"{said}, and no answer to its acceptance was seen: delivered again (unknown "
             f"why){recount}")
+
+
+def explain_undelivered(result: ShareVerification, placed: Mapping[int, tuple[int, int]],
+                        starts: Mapping[int, int | None], reset: str) -> None:
+    """Say why each never-delivered record was not, where the group's share-partition start
+    offsets (``starts``, by partition) show it: a record below its partition's start offset
+    is one the group will never deliver (it started at ``reset``, or moved past it).
+    ``placed`` gives each record's partition and offset."""
+    def explained(account: Account) -> Account:
+        if account.fate != Fate.never_delivered or account.seq not in placed:
+            return account
+        partition, offset = placed[account.seq]
+        start = starts.get(partition)
+        if start is None or offset >= start:
+            return account
+        return replace(account, why=f"at offset {offset} of partition {partition}, below the "
+                                    f"group's start offset {start} "
+                                    f"(share.auto.offset.reset={reset}): never to be "
+                                    "delivered")
+
+    result.accounts = [explained(a) for a in result.accounts]
+    result.violations = [explained(a) for a in result.violations]
 
 
 def _wrong(account: Account, limit: int, expect: str | None) -> str:

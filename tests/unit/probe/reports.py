@@ -10,6 +10,15 @@ from kaudit.probe.consume.worker import CRASH_POINTS
 from kaudit.probe.latency import LatencyHistogram, Timeline
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeReport, ProbeSettings
+from kaudit.probe.share.model import ShareReport
+from kaudit.probe.share.verify import (
+    Action,
+    Event,
+    Treatment,
+    explain_undelivered,
+    treatment,
+)
+from kaudit.probe.share.verify import verify as verify_share
 from kaudit.probe.verifier import Verifier
 
 RUN_ID = bytes(range(16))
@@ -73,3 +82,45 @@ def consume_report(strategy: str, *, lost: int = 0, duplicated: int = 0, crashes
         verification=verify({0: (0, 100)}, processings, incarnations), events=[],
         started_ns=0, fill_seconds=1.0, consume_seconds=2.0, total_seconds=3.0,
         restarts=crashes, finished=finished, interrupted=False, topics_deleted=True)
+
+
+def share_report(experiment: str, *, break_it: bool = False) -> ShareReport:
+    """The report of the proof's share-group run ``experiment`` (see
+    :data:`~kaudit.probe.prove.SHARE_EXPERIMENTS`), its journal events made as the lab
+    makes them; ``break_it`` makes each go the way its claim says it does not."""
+    from kaudit.probe.prove import SHARE_EXPERIMENTS
+
+    settings = next(e.settings for e in SHARE_EXPERIMENTS if e.name == experiment)
+    limit, count = settings.delivery_limit or 5, settings.count
+    placed = {seq: (0, seq) for seq in range(count)}
+    events: list[Event] = []
+    killed: dict[tuple[int, int], str] = {}
+
+    def once(seq: int, worker: int = 1, delivery: int = 1) -> None:
+        events.extend([Event(seq, worker, 0, delivery, Action.processed, seq),
+                       Event(seq, worker, 0, delivery, Action.accepted, seq)])
+
+    if experiment == "share-latest":
+        placed.update({count: (0, count + 5)})
+        for seq in ([0] if break_it else []) + [count]:
+            once(seq)
+    else:
+        for seq in range(count):
+            if treatment(seq, settings.mix) == Treatment.poison:
+                counts = range(1, limit + (2 if break_it else 1))
+                events.extend(Event(seq, 0, 0, d, Action.released, d) for d in counts)
+            elif seq < 10 and experiment in ("share-kill", "share-slow"):
+                events.append(Event(seq, 0, 0, 1, Action.processed, seq))
+                if experiment == "share-slow" and seq == 9 and not break_it:
+                    events.append(Event(seq, 0, 0, 1, Action.held, seq))
+                once(seq, 1, 2)
+            elif not (break_it and experiment == "share-kill" and seq == 50):
+                once(seq)
+        if experiment == "share-kill":
+            killed = {(0, 0): "SIGKILLed while it held its records' locks"}
+    result = verify_share(placed, events, settings.mix, limit, killed, None)
+    explain_undelivered(result, placed, {0: count + 5}, settings.auto_offset_reset)
+    return ShareReport(run_id="r", topic="t", group="t", settings=settings,
+                       written=len(placed), delivery_limit=limit, verification=result,
+                       killed=[f"worker {w}: {how}" for (w, _), how in killed.items()],
+                       settled=True)

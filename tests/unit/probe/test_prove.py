@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 
-from kaudit.probe.prove import CLAIMS, CONSUMER_EXPERIMENTS, EXPERIMENTS, Report, judge
+from kaudit.probe.prove import (
+    CLAIMS,
+    CONSUMER_EXPERIMENTS,
+    EXPERIMENTS,
+    SHARE_EXPERIMENTS,
+    RunReport,
+    judge,
+)
 from kaudit.report.base import render
 from kaudit.report.prove import PROVE, Proof
-from tests.unit.probe.reports import consume_report, probe_report
+from tests.unit.probe.reports import consume_report, probe_report, share_report
 
 
-def _as_kafka_behaves() -> dict[str, Report]:
+def _as_kafka_behaves() -> dict[str, RunReport]:
     return {
         "acks0": probe_report(acked=100, lost=40),
         "acks1": probe_report(acked=100, lost=40, read_then_lost=0),
@@ -26,19 +33,38 @@ def _as_kafka_behaves() -> dict[str, Report]:
         "consume-after-process": consume_report("after-process", duplicated=25, crashes=3),
         "consume-transactional": consume_report("transactional", crashes=3),
         "consume-sink-offsets": consume_report("sink-offsets", crashes=3),
+        **{e.name: share_report(e.name) for e in SHARE_EXPERIMENTS},
     }
 
 
-def _verdicts(reports: dict[str, Report]) -> dict[str, bool]:
+def _verdicts(reports: dict[str, RunReport]) -> dict[str, bool]:
     return {row.claim.claim: row.confirmed for row in judge(reports)}
 
 
 def test_every_claim_names_runs_the_proof_makes() -> None:
-    names = {e.name for e in (*EXPERIMENTS, *CONSUMER_EXPERIMENTS)}
-    assert len(names) == len(EXPERIMENTS) + len(CONSUMER_EXPERIMENTS)
+    names = {e.name for e in (*EXPERIMENTS, *CONSUMER_EXPERIMENTS, *SHARE_EXPERIMENTS)}
+    assert len(names) == len(EXPERIMENTS) + len(CONSUMER_EXPERIMENTS) + len(SHARE_EXPERIMENTS)
     assert {n for c in CLAIMS for n in c.experiments} == names
-    assert len(CLAIMS) >= 15
-    assert {c.side for c in CLAIMS} == {"producer", "consumer"}
+    assert len(CLAIMS) >= 19
+    assert {c.side for c in CLAIMS} == {"producer", "consumer", "share"}
+
+
+def test_each_share_claim_is_confirmed_by_its_run_and_refuted_when_it_goes_otherwise() -> None:
+    rows = {r.claim.experiments: r for r in judge(_as_kafka_behaves(), ("share",))}
+    assert len(rows) == 4 and all(r.confirmed for r in rows.values()), rows
+    assert rows[("share-poison",)].observed == (
+        "archived 11 of 11 poison records after exactly 3 deliveries")
+    assert rows[("share-latest",)].observed == (
+        "never delivered 100 of the 100 written before; processed 1 written after")
+    for experiment in SHARE_EXPERIMENTS:
+        broken = {**_as_kafka_behaves(), experiment.name: share_report(experiment.name,
+                                                                       break_it=True)}
+        row = next(r for r in judge(broken, ("share",))
+                   if r.claim.experiments == (experiment.name,))
+        assert not row.confirmed, (experiment.name, row.observed)
+    slow = {**_as_kafka_behaves(), "share-slow": share_report("share-slow", break_it=True)}
+    row = next(r for r in judge(slow, ("share",)) if r.claim.experiments == ("share-slow",))
+    assert row.observed == "run share-slow inconclusive (no record was held past its lock)"
 
 
 def test_a_consumer_claim_needs_its_outcome_class_and_a_finished_run() -> None:

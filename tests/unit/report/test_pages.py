@@ -164,12 +164,12 @@ def test_a_prove_page_has_a_verdict_per_claim_and_a_timeline_per_run() -> None:
     page = _check_self_contained(render(PROVE, proof, "html"))
     assert len(page.images) == 2
     text = "".join(page.text)
-    # acks1 confirms two claims, acksall one; the twelve others (four of them the consumer
-    # half's) have no run
-    assert text.count("NOT CONFIRMED") == 12 and text.count("CONFIRMED") == 15
+    # acks1 confirms two claims, acksall one; the sixteen others (four of them the
+    # consumer part's, four the share part's) have no run
+    assert text.count("NOT CONFIRMED") == 16 and text.count("CONFIRMED") == 19
     tag, css, opening = page.opening()
     assert (tag, css) == ("p", "verdict verdict-not-confirmed")
-    assert opening.startswith("Not confirmed \u2014 3 of 15 claims confirmed in 5 s; 12 could")
+    assert opening.startswith("Not confirmed \u2014 3 of 19 claims confirmed in 5 s; 16 could")
     assert page.headings()[:2] == ["Claims", "Runs"]
 
 

@@ -12,6 +12,7 @@ from kaudit.probe.share.verify import (
     Mix,
     ShareSecond,
     Treatment,
+    explain_undelivered,
     journal_line,
     parse_event,
     per_second,
@@ -171,3 +172,17 @@ def test_a_poison_record_is_judged_by_the_brokers_count_at_its_archiving() -> No
         Fate.archived, 4, 3, "")
     assert account.why == "released on each of its 4 deliveries; the broker counted 3, the " \
                           "limit is 3"
+
+
+def test_a_record_below_the_groups_start_offset_is_said_never_to_come() -> None:
+    placed = {0: (0, 0), 1: (1, 0), 2: (0, 1)}
+    result = verify(placed, [Event(2, 0, 0, 1, Action.processed, 5),
+                             Event(2, 0, 0, 1, Action.accepted, 6)],
+                    ACCEPT_ONLY, 5, {}, "at-least-once")
+    explain_undelivered(result, placed, {0: 1, 1: None}, "latest")
+    why = {a.seq: a.why for a in result.accounts}
+    assert why[0] == ("at offset 0 of partition 0, below the group's start offset 1 "
+                      "(share.auto.offset.reset=latest): never to be delivered")
+    # no start offset known for partition 1: nothing said beyond what the run saw
+    assert why[1] == "acknowledged by the brokers, delivered to no worker while the run lasted"
+    assert [v.why for v in result.violations if v.seq == 0] == [why[0]]
