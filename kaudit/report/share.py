@@ -3,18 +3,22 @@ broke the expected semantics with why, and ``kaudit.share/v1`` JSON."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from tabulate import tabulate
 
 from kaudit.probe.share.model import ShareReport
-from kaudit.probe.share.verify import Fate
+from kaudit.probe.share.verify import Account, Fate
 from kaudit.report.base import Report, text_only
+from kaudit.report.check.table import wrap
 from kaudit.report.share_page import share_html
 
 SCHEMA = "kaudit.share/v1"
 SHOWN = 10
 """Records listed per table before "... and N more"."""
+WHY_WIDTH = 62
+"""The causes' why column's width: the table then fits 100 columns."""
 
 
 def share_document(report: ShareReport) -> dict[str, Any]:
@@ -59,10 +63,14 @@ def share_table(report: ShareReport) -> str:
     odd = [a for a in v.accounts if a.wrong or a.fate in (
         Fate.processed_twice, Fate.never_delivered, Fate.unsettled)]
     if odd:
+        causes = _causes(odd)
+        lines += ["", tabulate([(n, count, fate, wrap(why, WHY_WIDTH))
+                                for (fate, why), (n, count) in causes.items()],
+                               headers=["cause", "records", "fate", "why"])]
         rows = [(a.seq, a.treatment.value, a.fate.value, a.deliveries, a.processings,
-                 a.why or a.wrong) for a in odd[:SHOWN]]
+                 causes[(a.fate.value, a.why or a.wrong)][0]) for a in odd[:SHOWN]]
         lines += ["", tabulate(rows, headers=["record", "treatment", "fate", "deliveries",
-                                              "processings", "why"])]
+                                              "processings", "cause"])]
         if len(odd) > SHOWN:
             lines.append(f"... and {len(odd) - SHOWN} more (--format json lists them all)")
     if report.events:
@@ -78,6 +86,12 @@ def share_table(report: ShareReport) -> str:
 def share_page(report: ShareReport) -> str:
     """The HTML page (:func:`~kaudit.report.share_page.share_html`)."""
     return share_html(share_document(report))
+
+
+def _causes(odd: list[Account]) -> dict[tuple[str, str], tuple[int, int]]:
+    """Each distinct (fate, why), most records first: its number and how many share it."""
+    counted = Counter((a.fate.value, a.why or a.wrong) for a in odd)
+    return {key: (n, count) for n, (key, count) in enumerate(counted.most_common(), 1)}
 
 
 SHARE: Report[ShareReport] = Report(name="probe share", document=share_document,

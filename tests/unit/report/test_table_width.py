@@ -251,6 +251,16 @@ def test_consume_fits() -> None:
     assert "1.10 " in text  # worker 1's tenth start, not 1.1
 
 
+def test_share_fits() -> None:
+    from kaudit.report.share import SHARE
+    from tests.unit.probe.reports import share_report
+
+    for experiment in ("share-kill", "share-latest"):
+        text = render(SHARE, share_report(experiment), "table")
+        assert len(_rules(text)) == 3  # the fates, the causes, the records
+        assert _widest_table(text) <= WIDTH, text
+
+
 # --- reconcile, lab status, cluster ------------------------------------------------------
 
 def test_reconcile_fits() -> None:
