@@ -207,7 +207,7 @@ def _latest_misses_the_past(reports: dict[str, RunReport]) -> tuple[bool, str]:
     count = report.settings.count
     before = [a for a in report.verification.accounts if a.seq < count]
     missed = [a for a in before if a.fate == Fate.never_delivered
-              and "below the group's start offset" in a.why]
+              and "below its partition's start offset" in a.why]
     late = [a for a in report.verification.accounts if a.seq >= count
             and a.fate == Fate.processed]
     return (len(missed) == count and bool(late),

@@ -65,8 +65,11 @@ def share_table(report: ShareReport) -> str:
     if odd:
         causes = _causes(odd)
         lines += ["", tabulate([(n, count, fate, wrap(why, WHY_WIDTH))
-                                for (fate, why), (n, count) in causes.items()],
+                                for (fate, why), (n, count) in causes.items() if n <= SHOWN],
                                headers=["cause", "records", "fate", "why"])]
+        if len(causes) > SHOWN:
+            lines.append(f"... and {len(causes) - SHOWN} more causes (--format json gives "
+                         "each record's)")
         rows = [(a.seq, a.treatment.value, a.fate.value, a.deliveries, a.processings,
                  causes[(a.fate.value, a.why or a.wrong)][0]) for a in odd[:SHOWN]]
         lines += ["", tabulate(rows, headers=["record", "treatment", "fate", "deliveries",

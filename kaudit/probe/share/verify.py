@@ -251,17 +251,18 @@ def explain_undelivered(result: ShareVerification, placed: Mapping[int, tuple[in
     offsets (``starts``, by partition) show it: a record below its partition's start offset
     is one the group will never deliver (it started at ``reset``, or moved past it).
     ``placed`` gives each record's partition and offset."""
+    known = {p: start for p, start in sorted(starts.items()) if start is not None}
+    said = ", ".join(f"partition {p} from offset {start}" for p, start in known.items())
+    why = (f"written below its partition's start offset ({said}; "
+           f"share.auto.offset.reset={reset}): never to be delivered")
+
     def explained(account: Account) -> Account:
         if account.fate != Fate.never_delivered or account.seq not in placed:
             return account
         partition, offset = placed[account.seq]
-        start = starts.get(partition)
-        if start is None or offset >= start:
+        if partition not in known or offset >= known[partition]:
             return account
-        return replace(account, why=f"at offset {offset} of partition {partition}, below the "
-                                    f"group's start offset {start} "
-                                    f"(share.auto.offset.reset={reset}): never to be "
-                                    "delivered")
+        return replace(account, why=why)
 
     result.accounts = [explained(a) for a in result.accounts]
     result.violations = [explained(a) for a in result.violations]

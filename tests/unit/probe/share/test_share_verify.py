@@ -181,8 +181,8 @@ def test_a_record_below_the_groups_start_offset_is_said_never_to_come() -> None:
                     ACCEPT_ONLY, 5, {}, "at-least-once")
     explain_undelivered(result, placed, {0: 1, 1: None}, "latest")
     why = {a.seq: a.why for a in result.accounts}
-    assert why[0] == ("at offset 0 of partition 0, below the group's start offset 1 "
-                      "(share.auto.offset.reset=latest): never to be delivered")
+    assert why[0] == ("written below its partition's start offset (partition 0 from offset 1; "
+                      "share.auto.offset.reset=latest): never to be delivered")
     # no start offset known for partition 1: nothing said beyond what the run saw
     assert why[1] == "acknowledged by the brokers, delivered to no worker while the run lasted"
     assert [v.why for v in result.violations if v.seq == 0] == [why[0]]
