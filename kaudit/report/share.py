@@ -30,7 +30,8 @@ def share_document(report: ShareReport) -> dict[str, Any]:
         "written": report.written, "delivery_limit": report.delivery_limit,
         "fates": {f.value: v.counts.get(f.value, 0) for f in Fate},
         "records": [{"seq": a.seq, "treatment": a.treatment.value, "fate": a.fate.value,
-                     "deliveries": a.deliveries, "processings": a.processings,
+                     "deliveries": a.deliveries, "delivery_count": a.top_count,
+                     "processings": a.processings,
                      "why": a.why or None, "wrong": a.wrong or None}
                     for a in v.accounts if a.fate != Fate.processed or a.wrong],
         "killed": report.killed, "settled": report.settled, "expect": v.expect,
