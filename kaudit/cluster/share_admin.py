@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
-from kaudit.cluster.model import Broker, SharePartition
+from kaudit.cluster.model import Broker, ConfigSource, ConfigValue, SharePartition
+from kaudit.cluster.share_configs import effective
 from kaudit.errors import ConnectionFailure, InputError
 from kaudit.waiting import Deadline, wait_for
-
-DEFAULT_DELIVERY_LIMIT = 5
-"""Kafka's group.share.delivery.count.limit."""
 
 
 def set_group_configs(session: AdminSession, group: str, configs: dict[str, str]) -> None:
@@ -37,6 +35,11 @@ def set_group_configs(session: AdminSession, group: str, configs: dict[str, str]
 
 def group_configs(session: AdminSession, group: str) -> dict[str, str]:
     """The group's configs as one broker describes them now ({} when it does not answer)."""
+    return {name: str(v.value) for name, v in _described(session, group).items()
+            if v.value is not None}
+
+
+def _described(session: AdminSession, group: str) -> dict[str, ConfigValue]:
     resource = client.ConfigResource(client.ResourceType.GROUP, group)
     timeout = session.settings.timeout
     try:
@@ -44,18 +47,24 @@ def group_configs(session: AdminSession, group: str) -> dict[str, str]:
         found = session.outcome(future, timeout + 1)
     except (client.KafkaException, ConnectionFailure):
         return {}
-    return {name: str(entry.value) for name, entry in found.items() if entry.value is not None}
+    default = int(client.ConfigSource.DEFAULT_CONFIG.value)
+    return {name: ConfigValue(name, None if entry.value is None else str(entry.value),
+                              ConfigSource.DEFAULT_CONFIG if int(entry.source) == default
+                              else ConfigSource.GROUP_CONFIG)
+            for name, entry in found.items()}
 
 
 def delivery_limit(session: AdminSession, group: str) -> int:
-    """How many times the group delivers a record before it archives it: the group's
-    ``share.delivery.count.limit`` (Kafka 4.3), else the brokers'
-    ``group.share.delivery.count.limit``, else Kafka's default."""
-    own = group_configs(session, group).get("share.delivery.count.limit")
-    if own is not None:
-        return int(own)
-    found = session.broker_values(("group.share.delivery.count.limit",))
-    return int(found.get("group.share.delivery.count.limit", DEFAULT_DELIVERY_LIMIT))
+    """How many times the group delivers a record before it archives it, by the one
+    precedence :func:`~kaudit.cluster.share_configs.effective` gives (the group's, the
+    brokers', Kafka's)."""
+    name = "share.delivery.count.limit"
+
+    def broker(synonym: str) -> ConfigValue | None:
+        found = session.broker_values((synonym,)).get(synonym)
+        return None if found is None else ConfigValue(synonym, found, ConfigSource.UNKNOWN_CONFIG)
+
+    return int(str(effective(name, _described(session, group).get(name), broker).value))
 
 
 def _live_brokers(session: AdminSession) -> list[Broker]:

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from kaudit.cluster.client import new_share_consumer
+from kaudit.cluster import share_admin
+from kaudit.cluster.client import AdminSession, new_share_consumer
 from kaudit.cluster.model import Broker
 from kaudit.cluster.protocol_share import read_share_groups
 from kaudit.connection.settings import ConnectionSettings
@@ -31,19 +32,10 @@ TWO_HOURS_MS = 2 * 3600 * 1000
 
 
 def set_group_configs(lab: Lab, group: str, **configs: str) -> None:
-    """Set group configs (``share_auto_offset_reset`` is ``share.auto.offset.reset``)."""
-    from confluent_kafka.admin import (
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        ResourceType,
-    )
-
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
-        name.replace("_", "."), value, incremental_operation=AlterConfigOpType.SET)
-        for name, value in configs.items()])
-    for future in admin(lab).incremental_alter_configs([resource]).values():
-        future.result(30)
+    """Set group configs (``share_auto_offset_reset`` is ``share.auto.offset.reset``), and
+    wait until the brokers describe them (kaudit's own way, as its runs do)."""
+    share_admin.set_group_configs(AdminSession(ConnectionSettings(lab.bootstrap)), group,
+                                  {name.replace("_", "."): v for name, v in configs.items()})
 
 
 def from_earliest(lab: Lab, group: str) -> None:

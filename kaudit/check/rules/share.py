@@ -19,38 +19,18 @@ from kaudit.check.rules.groups import duration
 from kaudit.check.rules.registry import TopicContext, Violation, rule
 from kaudit.cluster.model import (
     ClusterSnapshot,
-    ConfigSource,
     ConfigValue,
     ShareGroup,
     SharePartition,
     Topic,
 )
-
-#: Kafka's defaults for the group configs that have no broker synonym, and the broker
-#: synonyms of those that have one.
-GROUP_DEFAULTS = {"share.auto.offset.reset": "latest",
-                  "share.isolation.level": "read_uncommitted"}
-BROKER_SYNONYMS = {"share.delivery.count.limit": ("group.share.delivery.count.limit", "5"),
-                   "share.record.lock.duration.ms": ("group.share.record.lock.duration.ms",
-                                                     "30000")}
+from kaudit.cluster.share_configs import effective
 
 
 def share_config(group: ShareGroup, snapshot: ClusterSnapshot, name: str) -> ConfigValue:
-    """A share group's effective config: the group's own, else the brokers' synonym (the
-    delivery limit is a group config from Kafka 4.3, a broker one before), else Kafka's."""
-    own = group.configs.get(name)
-    if own is not None and own.value is not None and own.source != ConfigSource.DEFAULT_CONFIG:
-        return own
-    if name in BROKER_SYNONYMS:
-        synonym, default = BROKER_SYNONYMS[name]
-        found = broker_value(snapshot, synonym)
-        if found.value is not None:
-            return found
-        return ConfigValue(name=synonym, value=default, source=ConfigSource.DEFAULT_CONFIG)
-    if own is not None and own.value is not None:
-        return own
-    return ConfigValue(name=name, value=GROUP_DEFAULTS.get(name),
-                       source=ConfigSource.DEFAULT_CONFIG)
+    """A share group's effective config (:func:`~kaudit.cluster.share_configs.effective`)."""
+    return effective(name, group.configs.get(name), lambda synonym: broker_value(snapshot,
+                                                                                 synonym))
 
 
 def reads_topic(group: ShareGroup, topic: str) -> bool:
