@@ -31,6 +31,7 @@ def share_document(report: ShareReport) -> dict[str, Any]:
         "fates": {f.value: v.counts.get(f.value, 0) for f in Fate},
         "records": [{"seq": a.seq, "treatment": a.treatment.value, "fate": a.fate.value,
                      "deliveries": a.deliveries, "delivery_count": a.top_count,
+                     "acknowledgements": dict(a.acknowledgements),
                      "processings": a.processings,
                      "why": a.why or None, "wrong": a.wrong or None}
                     for a in v.accounts if a.fate != Fate.processed or a.wrong],

@@ -115,6 +115,9 @@ class Account:
     why: str = ""
     wrong: str = ""
     """What is wrong with it under the expected semantics ("" when nothing)."""
+    acknowledgements: Mapping[str, int] = field(default_factory=dict)
+    """The workers' acknowledgements of it by outcome: ``accepted`` (its commit
+    succeeded), ``ack_failed`` (its commit failed), ``released``, ``rejected``."""
 
 
 @dataclass
@@ -158,6 +161,8 @@ def verify(written: Iterable[int], events: Iterable[Event], mix: Mix, limit: int
 
 HANDLED = (Action.processed, Action.released, Action.rejected)
 """The journal lines that each stand for one delivery a worker handled."""
+ACKNOWLEDGED = (Action.accepted, Action.ack_failed, Action.released, Action.rejected)
+"""The journal lines that each stand for one acknowledgement's outcome."""
 
 
 def _account(seq: int, treated: Treatment, events: list[Event], limit: int,
@@ -170,8 +175,12 @@ def _account(seq: int, treated: Treatment, events: list[Event], limit: int,
     top = max(e.delivery_count for e in events)
     processed = [e for e in events if e.action == Action.processed]
 
+    acks = {a.value: n for a in ACKNOWLEDGED
+            if (n := sum(e.action == a for e in events))}
+
     def made(fate: Fate, why: str = "") -> Account:
-        return Account(seq, treated, deliveries, len(processed), fate, top, why)
+        return Account(seq, treated, deliveries, len(processed), fate, top, why,
+                       acknowledgements=acks)
 
     if any(e.action == Action.rejected for e in events):
         return made(Fate.rejected)

@@ -156,6 +156,7 @@ def test_a_redelivery_the_broker_counted_as_first_is_said_and_counted_as_a_deliv
     (account,) = verify([a], events, ACCEPT_ONLY, 5, {}, "at-least-once").accounts
     assert (account.fate, account.deliveries, account.top_count) == (
         Fate.processed_twice, 2, 1)
+    assert account.acknowledgements == {"accepted": 1, "ack_failed": 1}
     assert account.why == (
         "worker 0 processed it (delivery 1), and its acceptance failed: _TRANSPORT (the "
         "connection to the partition's leader broke): the broker delivered it again; the "
