@@ -202,8 +202,8 @@ def _close_when_done(ask: _Ask) -> None:
 
 
 def find_coordinator(settings: ConnectionSettings, brokers: Sequence[Broker], key_type: int,
-                     key: str, deadline: Deadline) -> int:
-    """The broker id that coordinates ``key`` (FindCoordinator v6, ``key_type``
+                     key: str, deadline: Deadline) -> Broker:
+    """The broker that coordinates ``key`` (FindCoordinator v6, ``key_type``
     :data:`GROUP_KEY` or :data:`SHARE_KEY`), asked of each of ``brokers`` in turn until one
     answers; raises with every broker's reason when none does."""
     from kafka.protocol.metadata import FindCoordinatorRequest
@@ -219,7 +219,7 @@ def find_coordinator(settings: ConnectionSettings, brokers: Sequence[Broker], ke
                 key_type=key_type, coordinator_keys=[key], min_version=4), deadline)
             (found,) = answer.coordinators
             raise_for(found.error_code, "FindCoordinator")
-            return int(found.node_id)
+            return Broker(int(found.node_id), found.host, int(found.port))
         except Exception as exc:
             said.append(why_not_read(exc, broker, deadline))
         finally:

@@ -72,26 +72,22 @@ def _live_brokers(session: AdminSession) -> list[Broker]:
     return sorted((Broker(b.id, b.host, b.port) for b in brokers), key=lambda b: b.id)
 
 
-def _broker(session: AdminSession, broker_id: int) -> Broker:
-    found = [b for b in _live_brokers(session) if b.id == broker_id]
-    if not found:
-        raise ConnectionFailure(f"broker {broker_id} is not in the cluster's metadata")
-    return found[0]
-
-
 def group_offsets(session: AdminSession, group: str) -> list[SharePartition]:
     """Each share-partition of ``group`` as its coordinator says now: its start offset and
     the records left to deliver or acknowledge (lag); raises when it cannot be read."""
     from kaudit.cluster.protocol_share import share_offsets
 
-    coordinator = _broker(session, group_coordinator(session, group))
-    return share_offsets(session.settings, coordinator, group,
+    return share_offsets(session.settings, _coordinator_of(session, group), group,
                          Deadline(session.settings.timeout))
 
 
 def group_coordinator(session: AdminSession, group: str) -> int:
-    """The broker that coordinates share group ``group`` (its members' heartbeats and
+    """The broker id that coordinates share group ``group`` (its members' heartbeats and
     assignments); a failed lookup raises."""
+    return _coordinator_of(session, group).id
+
+
+def _coordinator_of(session: AdminSession, group: str) -> Broker:
     from kaudit.cluster.protocol_share import GROUP_KEY, find_coordinator
 
     return find_coordinator(session.settings, _live_brokers(session), GROUP_KEY, group,
@@ -108,4 +104,4 @@ def share_coordinator(session: AdminSession, group: str, topic: str, partition: 
     topic_id = str(session.wait(found).topic_id)
     return find_coordinator(session.settings, _live_brokers(session), SHARE_KEY,
                             share_state_key(group, topic_id, partition),
-                            Deadline(session.settings.timeout))
+                            Deadline(session.settings.timeout)).id

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kaudit.probe.faults.registry import FaultAt, FaultSpec, describe_fault_at
+from kaudit.probe.monitor import ProbeEvent
 from kaudit.probe.share.verify import Mix, ShareSecond, ShareVerification
 
 
@@ -64,16 +65,6 @@ class ShareSettings:
                 "fault_duration": self.fault_duration if self.faults else None}
 
 
-@dataclass(frozen=True)
-class ShareEvent:
-    """Something the run did to the group or the cluster (a worker killed, a broker killed
-    or restarted), seconds from the start."""
-
-    at_s: float
-    kind: str
-    detail: str
-
-
 @dataclass
 class ShareReport:
     """What one run did and found."""
@@ -92,7 +83,9 @@ class ShareReport:
     """Every record reached its end before ``settle_s`` ran out."""
     seconds: float = 0.0
     topic_deleted: bool = False
-    events: list[ShareEvent] = field(default_factory=list)
+    events: list[ProbeEvent] = field(default_factory=list)
+    """What the run did to the group and the cluster (a worker killed, a broker killed or
+    restarted), seconds from the start."""
     timeline: list[ShareSecond] = field(default_factory=list)
     """The workers' deliveries second by second, from the start of the run."""
 

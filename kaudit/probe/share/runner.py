@@ -36,7 +36,8 @@ from kaudit.errors import ConnectionFailure
 from kaudit.probe.faults.injector import FaultInjector, Targets, start_injector
 from kaudit.probe.faults.lab import LabControl, lab_for
 from kaudit.probe.faults.registry import fault_at_reached
-from kaudit.probe.share.model import ShareEvent, ShareReport, ShareSettings
+from kaudit.probe.monitor import EventLog
+from kaudit.probe.share.model import ShareReport, ShareSettings
 from kaudit.probe.share.verify import (
     Action,
     Event,
@@ -55,26 +56,10 @@ STOP_WAIT_S = 30.0
 KILLED = "SIGKILLed while it held its records' locks"
 
 
-class RunLog:
-    """What the run did to the group and the cluster, timed from its start; the fault
-    injector's log too."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.started_ms = int(time.time() * 1000)
-        self.events: list[ShareEvent] = []
-        self.lock = threading.Lock()
-
-    def add(self, kind: str, detail: str, partition: int | None = None) -> None:
-        with self.lock:
-            self.events.append(ShareEvent(round(time.monotonic() - self.started, 3), kind,
-                                          detail))
-
-
 class Workers:
     """The run's worker processes, each with its journal in ``run_dir``."""
 
-    def __init__(self, config: dict[str, Any], run_dir: Path, log: RunLog) -> None:
+    def __init__(self, config: dict[str, Any], run_dir: Path, log: EventLog) -> None:
         self.config, self.run_dir, self.log = config, run_dir, log
         self.procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
         self.killed: dict[tuple[int, int], str] = {}
@@ -262,7 +247,9 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
               interrupted: threading.Event) -> ShareReport:
     """One run, its topic deleted at the end unless kept."""
     lab = lab_for(settings.faults, settings.lab_state_dir)  # none: exit 2 before any topic
-    log = RunLog()
+    # What the run does to the group and the cluster (the injector's log too), timed from
+    # now; the workers' journals, from the same moment in epoch ms.
+    log, started_ms = EventLog(time.monotonic()), int(time.time() * 1000)
     session = AdminSession(conn)
     run = uuid.uuid4().hex[:12]
     topic = group = f"kaudit-share-{run}"
@@ -336,12 +323,12 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
                        killed=sorted(f"worker {w}: {how}" for (w, _), how in
                                      workers.killed.items()),
                        notes=notes, settled=done, seconds=time.monotonic() - log.started,
-                       topic_deleted=deleted, events=list(log.events),
-                       timeline=per_second(events, log.started_ms))
+                       topic_deleted=deleted, events=log.events(),
+                       timeline=per_second(events, started_ms))
 
 
 def _injector(session: AdminSession, settings: ShareSettings, lab: LabControl | None,
-              log: RunLog, topic: str, group: str, progress: list[float]) -> FaultInjector:
+              log: EventLog, topic: str, group: str, progress: list[float]) -> FaultInjector:
     """The faults, aimed at partition 0's leader, the share group's coordinator and its
     partition 0's share coordinator, struck at ``--fault-at`` of the records processed."""
     started = time.monotonic()

@@ -11,7 +11,8 @@ import pytest
 
 from kaudit.probe.faults.registry import SHARE as SHARE_FAULTS
 from kaudit.probe.faults.registry import parse_faults
-from kaudit.probe.share.model import ShareEvent, ShareReport, ShareSettings
+from kaudit.probe.monitor import ProbeEvent
+from kaudit.probe.share.model import ShareReport, ShareSettings
 from kaudit.probe.share.verify import Action, Event, Mix, Treatment, per_second, treatment, verify
 from kaudit.report.base import render
 from kaudit.report.share import SHARE, share_document
@@ -24,10 +25,10 @@ SHOWN = 200
 """Records a page lists before "... and N more"."""
 KILLED = "SIGKILLed <b>holding</b> its locks & more"
 """How the run says it killed worker 0: markup in it must reach the page as text."""
-EVENTS = [ShareEvent(1.2, "fault", f"worker 0 {KILLED}"),
-          ShareEvent(2.5, "fault", "SIGKILL leader 2"),
-          ShareEvent(4.0, "heal", "broker 2 restarted"),
-          ShareEvent(4.6, "note", "kill-leader: <script>alert(1)</script>")]
+EVENTS = [ProbeEvent(1.2, "fault", f"worker 0 {KILLED}"),
+          ProbeEvent(2.5, "fault", "SIGKILL leader 2"),
+          ProbeEvent(4.0, "heal", "broker 2 restarted"),
+          ProbeEvent(4.6, "note", "kill-leader: <script>alert(1)</script>")]
 
 
 def _journal() -> tuple[list[Event], int]:
