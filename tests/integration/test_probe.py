@@ -21,7 +21,7 @@ from tests.integration.test_lab import (
     wait_until,
 )
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.probe]
 
 
 def probe(lab: Lab, *args: str, timeout: float = 300) -> tuple[int, dict[str, Any], str]:

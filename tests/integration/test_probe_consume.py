@@ -22,7 +22,7 @@ from tests.conftest import Lab, interrupt_when, run_kaudit
 from tests.integration.test_lab import admin
 from tests.pg import Postgres
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.probe]
 
 #: The points each strategy's crashes land on (kaudit.probe.consume.worker.CRASH_POINTS).
 POINTS = {"before-process": "after-commit-before-process",

@@ -21,7 +21,7 @@ from tests.conftest import Lab, heal_lab, run_kaudit
 from tests.integration.test_lab import admin
 from tests.integration.test_share_groups import share_group_command, share_state
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.probe]
 
 
 def _probe(lab: Lab, *args: str) -> tuple[int, dict[str, Any], str]:
