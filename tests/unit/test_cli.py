@@ -431,6 +431,14 @@ def test_help_never_splits_a_token_across_lines(name: str, cmd: Command) -> None
     assert not split, (split, "\n".join(lines))
 
 
+def _as_at_a_terminal() -> None:
+    """Ctrl-C as a terminal delivers it: a run started in the background of a script (a CI
+    job's) inherits SIGINT ignored, and Python then raises no KeyboardInterrupt at all."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("command", ["check", "cluster"])
 def test_ctrl_c_in_a_command_without_its_own_handling_says_interrupted(command: str) -> None:
     """SIGINT while the command waits on a cluster that never answers (a port that
@@ -448,7 +456,7 @@ def test_ctrl_c_in_a_command_without_its_own_handling_says_interrupted(command: 
         [sys.executable, "-m", "kaudit", command, "-b",
          f"127.0.0.1:{server.getsockname()[1]}", "--timeout", str(HANG)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env=env)
+        env=env, preexec_fn=_as_at_a_terminal)
     try:
         connection, _ = server.accept()  # the command is at work: its client dialled
         proc.send_signal(signal.SIGINT)
