@@ -63,6 +63,10 @@ def status_document(status: LabStatus) -> dict[str, Any]:
     return doc
 
 
+def _controllers(count: int) -> str:
+    return f"{count} controller{'s' if count != 1 else ''}"
+
+
 def status_table(status: LabStatus) -> str:
     """Bootstrap, version, state directory, then one row per node."""
     doc = status_document(status)
@@ -70,7 +74,7 @@ def status_table(status: LabStatus) -> str:
             for n in doc["brokers"] + doc["controllers"] + doc["connect"]]
     return (f"bootstrap  {doc['bootstrap']}\nkafka      {doc['kafka_version']}\n"
             f"state dir  {doc['state_dir']}\n"
-            f"quorum     {doc['quorum']} ({len(doc['controllers'])} controller(s))\n"
+            f"quorum     {doc['quorum']}, {_controllers(len(doc['controllers']))}\n"
             + (f"tiered     remote segments in {doc['tiered_storage']}\n"
                if doc["tiered_storage"] else "")
             + (f"security   {doc['security']}, client settings in {doc['client_properties']}\n"
