@@ -132,7 +132,7 @@ def _node_properties(
         return common | {
             "listeners": f"CONTROLLER://127.0.0.1:{port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-        } | SHARE_GROUP_TIMING | (secured or {})
+        } | SHARE_GROUP_TIMING | (secured or {}) | (tiered or {})
     internal_rf = str(min(3, broker_count))
     # A secured lab names its client listener CLIENT (protocol from ``secured``).
     listener = "CLIENT" if secured else "PLAINTEXT"
@@ -287,9 +287,11 @@ def create_lab(
             "controller": sec.controller_properties(material),
         }
         format_extra = sec.format_arguments(material, shape.security)
-    tiered = (None if shape.tiered_jars is None else
-              tiered_storage.broker_properties(state_dir, shape.tiered_jars, brokers,
-                                               listener="PLAINTEXT"))
+    tiered: dict[str, dict[str, str]] = {}
+    if shape.tiered_jars is not None:
+        tiered = {"broker": tiered_storage.broker_properties(state_dir, shape.tiered_jars,
+                                                            brokers, listener="PLAINTEXT"),
+                  "controller": tiered_storage.CONTROLLER_PROPERTIES}
     layout = [(i + 1, "broker", ports[i]) for i in range(brokers)] + [
         (v.id, "controller", v.port) for v in members
     ]
@@ -305,7 +307,7 @@ def create_lab(
             brokers,
             shape.broker_config.of(node_id) if role == "broker" else {},
             secured.get(role),
-            tiered if role == "broker" else None,
+            tiered.get(role),
         )
         (directory / "server.properties").write_text(properties_text(props), encoding="utf-8")
         heap = BROKER_HEAP if role == "broker" else CONTROLLER_HEAP

@@ -32,6 +32,11 @@ METADATA_PARTITIONS = 5
 partitions needs few, and each is three replicas to create while the lab starts."""
 
 
+CONTROLLER_PROPERTIES = {"remote.log.storage.system.enable": "true"}
+"""What a controller needs: it validates a new topic's configs against its own, and refuses
+``remote.storage.enable=true`` unless tiered storage is on (it copies no segment itself)."""
+
+
 def storage_jars(kafka_version: str, *, progress: bool = False) -> Path:
     """The folder with Kafka ``kafka_version``'s LocalTieredStorage and what it needs
     beyond a broker's own classpath (fetched once)."""

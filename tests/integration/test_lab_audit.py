@@ -53,7 +53,7 @@ def kraft_version(lab: AuditLab) -> int:
 
 def broker_lag_times(lab: AuditLab) -> dict[int, tuple[str, str]]:
     """Each broker's replica.lag.time.max.ms and its source, by DescribeConfigs."""
-    from confluent_kafka.admin import ConfigResource, ResourceType
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
     admin = lab_admin(lab.bootstrap)
     found = {}
@@ -61,7 +61,7 @@ def broker_lag_times(lab: AuditLab) -> dict[int, tuple[str, str]]:
         resource = ConfigResource(ResourceType.BROKER, str(broker))
         configs = admin.describe_configs([resource])[resource].result(timeout=30)
         entry = configs["replica.lag.time.max.ms"]
-        found[broker] = (entry.value, entry.source_name())
+        found[broker] = (entry.value, ConfigSource(entry.source).name)
     return found
 
 
@@ -142,8 +142,10 @@ def test_the_audit_lab_as_kafkas_tools_see_it(audit_lab: AuditLab) -> None:
     def caught_up() -> bool:
         rows = quorum_replication(lab)
         leader_end = int(rows[leader]["LogEndOffset"])
+        # Within a few records of the leader: the quorum writes a no-op record every
+        # half second, so an exact match is a race.
         return (rows[victim]["Status"] == "Follower"
-                and int(rows[victim]["LogEndOffset"]) >= leader_end - 10)
+                and int(rows[victim]["LogEndOffset"]) >= leader_end - 5)
 
     assert wait_for(caught_up, 60), quorum_replication(lab)
     after = quorum_status(lab)

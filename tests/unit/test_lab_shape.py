@@ -177,8 +177,11 @@ def test_node_configs_carry_the_quorum_their_own_settings_and_tiering(tmp_path: 
     assert broker["rsm.config.dir"] == str((tmp_path / "tiered-storage").resolve())
     assert broker["remote.log.metadata.manager.listener.name"] == "PLAINTEXT"
     assert broker["rlmm.config.remote.log.metadata.topic.replication.factor"] == "3"
-    controller = _node_properties(100, "controller", 5000, tmp_path / "c", quorum, 3, {})
-    assert not any(k.startswith(("remote.", "rsm.", "rlmm.")) for k in controller)
+    controller = _node_properties(100, "controller", 5000, tmp_path / "c", quorum, 3, {},
+                                  tiered=tiered.CONTROLLER_PROPERTIES)
+    # A controller validates a tiered topic's creation against its own settings.
+    assert {k: v for k, v in controller.items() if k.startswith(("remote.", "rsm.", "rlmm."))
+            } == {"remote.log.storage.system.enable": "true"}
     one = tiered.broker_properties(tmp_path, jars, 1, listener="PLAINTEXT")
     assert one["rlmm.config.remote.log.metadata.topic.replication.factor"] == "1"
     assert one["rlmm.config.remote.log.metadata.topic.min.isr"] == "1"
