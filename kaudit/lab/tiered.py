@@ -66,8 +66,18 @@ def broker_properties(state_dir: Path, jars: Path, broker_count: int,
         "rsm.config.dir": str((state_dir / STORAGE_DIR).resolve()),
         "remote.log.metadata.manager.listener.name": listener,
         "remote.log.manager.task.interval.ms": str(COPY_INTERVAL_MS),
-        # rlmm.config. is the prefix for the metadata manager's: its topic fits the lab.
-        "rlmm.config.remote.log.metadata.topic.replication.factor": str(min(3, broker_count)),
-        "rlmm.config.remote.log.metadata.topic.min.isr": str(min(2, broker_count)),
+        # rlmm.config. is the prefix for the metadata manager's settings.
         "rlmm.config.remote.log.metadata.topic.num.partitions": str(METADATA_PARTITIONS),
-    }
+    } | _metadata_topic_fitting(broker_count)
+
+
+def _metadata_topic_fitting(broker_count: int) -> dict[str, str]:
+    """``__remote_log_metadata``'s replication where the lab is too small for Kafka's
+    defaults (3 replicas, min.insync.replicas 2); a bigger lab keeps them, as a real
+    cluster would (a rule reads them from the topic)."""
+    fitting = {}
+    if broker_count < 3:
+        fitting["rlmm.config.remote.log.metadata.topic.replication.factor"] = str(broker_count)
+    if broker_count < 2:
+        fitting["rlmm.config.remote.log.metadata.topic.min.isr"] = "1"
+    return fitting

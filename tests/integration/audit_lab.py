@@ -49,8 +49,9 @@ class AuditLab:
     """The controllers' (voters') node ids."""
     bootstrap_controllers: str
     """The controllers' endpoints, for ``--bootstrap-controller`` of Kafka's tools."""
-    remote_storage: Path
-    """Where LocalTieredStorage keeps the remote segments: one folder per partition."""
+    remote_storage: Path | None
+    """Where LocalTieredStorage keeps the remote segments, one folder per partition (None:
+    the lab has no tiered storage)."""
 
     def kaudit(self, *args: str, timeout: float = 300) -> Run:
         """Run a `kaudit lab` subcommand against this lab."""
@@ -76,20 +77,21 @@ def _audit_lab_of(status: dict[str, object]) -> AuditLab:
         state_dir=str(status["state_dir"]), bootstrap=str(status["bootstrap"]),
         controllers=tuple(int(c["id"]) for c in controllers),
         bootstrap_controllers=",".join(f"127.0.0.1:{c['port']}" for c in controllers),
-        remote_storage=Path(str(status["tiered_storage"])))
+        remote_storage=Path(str(status["tiered_storage"])) if status["tiered_storage"] else None)
 
 
 @contextlib.contextmanager
-def running_audit_lab(parent: str | Path | None = None) -> Iterator[AuditLab]:
-    """Start an audit lab in a new directory under ``parent`` (the system's temporary
-    directory by default); stop and delete it when the block ends, however it ends."""
+def running_lab(*options: str, parent: str | Path | None = None) -> Iterator[AuditLab]:
+    """Start a lab with ``options`` in a new directory under ``parent`` (the system's
+    temporary directory by default); stop and delete it when the block ends, however it
+    ends."""
     state_dir = tempfile.mkdtemp(prefix="kaudit-audit-lab-", dir=parent)
     try:
-        started = run_kaudit("lab", "up", *AUDIT_LAB_OPTIONS, "--state-dir", state_dir,
-                             "-f", "json", timeout=900)
+        started = run_kaudit("lab", "up", *options, "--state-dir", state_dir, "-f", "json",
+                             timeout=900)
         if started.code != 0:
             _keep_lab_logs(Path(state_dir))
-            raise RuntimeError(f"kaudit lab up {' '.join(AUDIT_LAB_OPTIONS)} failed "
+            raise RuntimeError(f"kaudit lab up {' '.join(options)} failed "
                                f"({started.code}): {started.stderr[-2000:]}")
         yield _audit_lab_of(json.loads(started.stdout))
     finally:
@@ -99,6 +101,12 @@ def running_audit_lab(parent: str | Path | None = None) -> Iterator[AuditLab]:
         gc.collect()
         run_kaudit("lab", "down", "--purge", "--state-dir", state_dir, timeout=120)
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def running_audit_lab(parent: str | Path | None = None
+                      ) -> contextlib.AbstractContextManager[AuditLab]:
+    """An audit lab for the block (see :func:`running_lab`)."""
+    return running_lab(*AUDIT_LAB_OPTIONS, parent=parent)
 
 
 @pytest.fixture(scope="session")

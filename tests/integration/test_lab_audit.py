@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import lab_admin, wait_for
-from tests.integration.audit_lab import LAG_TIME_MS, LAGGING_BROKER, AuditLab
+from tests.integration.audit_lab import LAG_TIME_MS, LAGGING_BROKER, AuditLab, running_lab
 
 pytestmark = pytest.mark.kafka
 
@@ -78,12 +79,13 @@ def produce(lab: AuditLab, topic: str, count: int, size: int) -> None:
     assert producer.flush(60) == 0 and failed == []
 
 
-def create_topic(lab: AuditLab, rf: int = 3, **config: str) -> str:
+def create_topic(lab: AuditLab, config: dict[str, str] | None = None) -> str:
     from confluent_kafka.admin import NewTopic
 
     name = f"audit-{uuid.uuid4().hex[:8]}"
     admin = lab_admin(lab.bootstrap)
-    admin.create_topics([NewTopic(name, 1, rf, config=config)])[name].result(timeout=60)
+    rf = min(3, len(admin.list_topics(timeout=10).brokers))
+    admin.create_topics([NewTopic(name, 1, rf, config=config or {})])[name].result(timeout=60)
     assert wait_for(lambda: admin.list_topics(name, timeout=5).topics[name]
                     .partitions[0].leader >= 0, 30), f"{name} has no leader"
     return name
@@ -91,6 +93,7 @@ def create_topic(lab: AuditLab, rf: int = 3, **config: str) -> str:
 
 def remote_segments(lab: AuditLab, topic: str) -> list[str]:
     """The segment files LocalTieredStorage holds for ``topic``'s partition 0."""
+    assert lab.remote_storage is not None
     return sorted(f.name for d in lab.remote_storage.glob(f"{topic}-0-*")
                   for f in d.glob("*.log"))
 
@@ -115,20 +118,27 @@ def test_the_audit_lab_as_kafkas_tools_see_it(audit_lab: AuditLab) -> None:
 
     # (c) A tiered topic's rolled segments reach remote storage; an untiered one works as
     # before and has none there.
-    tiered = create_topic(lab, **{"remote.storage.enable": "true", "segment.bytes": "1048576",
-                                  "local.retention.bytes": "1048576"})
-    plain = create_topic(lab, **{"segment.bytes": "1048576"})
+    tiered = create_topic(lab, {"remote.storage.enable": "true", "segment.bytes": "1048576",
+                                "local.retention.bytes": "1048576"})
+    plain = create_topic(lab, {"segment.bytes": "1048576"})
     for topic in (tiered, plain):
         produce(lab, topic, 300, 10_000)  # 3 MB: two segments rolled, one active
     assert wait_for(lambda: len(remote_segments(lab, tiered)) >= 2, 60), (
-        f"no remote segments of {tiered} in {lab.remote_storage}: "
-        f"{sorted(p.name for p in lab.remote_storage.glob('*'))}")
+        f"no remote segments of {tiered} in {lab.remote_storage}")
     assert remote_segments(lab, plain) == []
     topics = lab_admin(lab.bootstrap).list_topics(timeout=10).topics
     assert "__remote_log_metadata" in topics
 
-    # (d) A voter that is not the leader killed: the quorum still takes metadata changes;
-    # started again it is a voter, caught up with the leader.
+    # (d) A voter that is not the leader killed and started again is the same voter.
+    assert_voter_comes_back(lab)
+    after = quorum_status(lab)
+    assert {v["id"]: v["directoryId"] for v in after["CurrentVoters"]} == {
+        i: v["directoryId"] for i, v in voters.items()}
+
+
+def assert_voter_comes_back(lab: AuditLab) -> None:
+    """Kill a voter that is not the leader: the quorum still takes metadata changes; `lab
+    start` brings it back as a voter that catches up with the leader."""
     leader = int(quorum_status(lab)["LeaderId"])
     victim = next(c for c in lab.controllers if c != leader)
     killed = lab.kaudit("kill", str(victim), "-f", "json")
@@ -141,14 +151,29 @@ def test_the_audit_lab_as_kafkas_tools_see_it(audit_lab: AuditLab) -> None:
 
     def caught_up() -> bool:
         rows = quorum_replication(lab)
-        leader_end = int(rows[leader]["LogEndOffset"])
         # Within a few records of the leader: the quorum writes a no-op record every
         # half second, so an exact match is a race.
         return (rows[victim]["Status"] == "Follower"
-                and int(rows[victim]["LogEndOffset"]) >= leader_end - 5)
+                and int(rows[victim]["LogEndOffset"]) >= int(rows[leader]["LogEndOffset"]) - 5)
 
     assert wait_for(caught_up, 60), quorum_replication(lab)
-    after = quorum_status(lab)
-    assert sorted(v["id"] for v in after["CurrentVoters"]) == [100, 101, 102]
-    assert {v["id"]: v["directoryId"] for v in after["CurrentVoters"]} == {
-        i: v["directoryId"] for i, v in voters.items()}
+    assert sorted(v["id"] for v in quorum_status(lab)["CurrentVoters"]) == list(lab.controllers)
+
+
+@pytest.fixture(scope="module")
+def static_quorum_lab() -> Iterator[AuditLab]:
+    """Three controllers in a static quorum (the default kind), one broker."""
+    with running_lab("--controllers", "3", "--brokers", "1") as lab:
+        yield lab
+
+
+def test_a_static_quorum_of_three_as_kafkas_tools_see_it(static_quorum_lab: AuditLab) -> None:
+    lab = static_quorum_lab
+    status = quorum_status(lab)
+    assert sorted(v["id"] for v in status["CurrentVoters"]) == [100, 101, 102]
+    # A static quorum's voters have no directory id (Kafka prints none, or the zero id).
+    assert {v.get("directoryId", "AAAAAAAAAAAAAAAAAAAAAA") for v in status["CurrentVoters"]
+            } == {"AAAAAAAAAAAAAAAAAAAAAA"}
+    assert kraft_version(lab) == 0
+    assert lab.remote_storage is None
+    assert_voter_comes_back(lab)

@@ -176,7 +176,9 @@ def test_node_configs_carry_the_quorum_their_own_settings_and_tiering(tmp_path: 
     assert broker["remote.log.storage.manager.class.path"] == f"{jars.resolve()}/*"
     assert broker["rsm.config.dir"] == str((tmp_path / "tiered-storage").resolve())
     assert broker["remote.log.metadata.manager.listener.name"] == "PLAINTEXT"
-    assert broker["rlmm.config.remote.log.metadata.topic.replication.factor"] == "3"
+    # Three brokers fit Kafka's own defaults for __remote_log_metadata: they are kept.
+    assert not any(k.startswith(("rlmm.config.remote.log.metadata.topic.replication",
+                                 "rlmm.config.remote.log.metadata.topic.min")) for k in broker)
     controller = _node_properties(100, "controller", 5000, tmp_path / "c", quorum, 3, {},
                                   tiered=tiered.CONTROLLER_PROPERTIES)
     # A controller validates a tiered topic's creation against its own settings.
@@ -185,6 +187,9 @@ def test_node_configs_carry_the_quorum_their_own_settings_and_tiering(tmp_path: 
     one = tiered.broker_properties(tmp_path, jars, 1, listener="PLAINTEXT")
     assert one["rlmm.config.remote.log.metadata.topic.replication.factor"] == "1"
     assert one["rlmm.config.remote.log.metadata.topic.min.isr"] == "1"
+    two = tiered.broker_properties(tmp_path, jars, 2, listener="PLAINTEXT")
+    assert two["rlmm.config.remote.log.metadata.topic.replication.factor"] == "2"
+    assert "rlmm.config.remote.log.metadata.topic.min.isr" not in two
     assert tiered.remote_root(tmp_path) == tmp_path / "tiered-storage" / "kafka-tiered-storage"
 
 
