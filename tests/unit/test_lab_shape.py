@@ -200,3 +200,18 @@ def test_a_secured_lab_with_tiered_storage_is_refused_before_anything_starts(
                             "--state-dir", str(tmp_path / "lab"))
     assert result.code == 2
     assert result.stderr.startswith("kaudit: error: --tiered-storage runs on a plaintext lab")
+
+
+def test_the_status_says_the_quorum_and_where_remote_segments_are(tmp_path: Path) -> None:
+    from kaudit.report.lab import LabStatus, status_document, status_table
+
+    plain = _state(tmp_path, BrokerConfig())
+    doc = status_document(LabStatus(plain))
+    assert (doc["quorum"], doc["tiered_storage"]) == ("static", None)
+    assert "quorum     static, 1 controller\n" in status_table(LabStatus(plain))
+    assert "tiered" not in status_table(LabStatus(plain))
+    tiered_lab = _state(tmp_path, BrokerConfig(), quorum="dynamic", tiered_storage=True)
+    doc = status_document(LabStatus(tiered_lab))
+    remote = str(tmp_path / "tiered-storage" / "kafka-tiered-storage")
+    assert (doc["quorum"], doc["tiered_storage"]) == ("dynamic", remote)
+    assert f"tiered     remote segments in {remote}\n" in status_table(LabStatus(tiered_lab))
