@@ -24,8 +24,9 @@ from kaudit.errors import RuntimeUnavailable
 
 MAVEN_TIMEOUT_S = 900
 
-Artifact = tuple[str, str, str]
-"""(groupId, artifactId, version)"""
+Artifact = tuple[str, str, str] | tuple[str, str, str, str]
+"""(groupId, artifactId, version) or, for a jar with a classifier (a test jar),
+(groupId, artifactId, version, classifier)"""
 
 
 def cache_dir() -> Path:
@@ -58,10 +59,15 @@ def find_java() -> str:
     return candidate
 
 
+def _dependency(artifact: Artifact) -> str:
+    g, a, v, *classifier = artifact
+    extra = "".join(f"<classifier>{c}</classifier>" for c in classifier)
+    return (f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
+            f"<version>{v}</version>{extra}</dependency>")
+
+
 def _pom(name: str, artifacts: Sequence[Artifact]) -> str:
-    body = "\n".join(
-        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
-        f"<version>{v}</version></dependency>" for g, a, v in artifacts)
+    body = "\n".join(_dependency(a) for a in artifacts)
     return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>kaudit.cache</groupId>
@@ -76,12 +82,14 @@ def _pom(name: str, artifacts: Sequence[Artifact]) -> str:
 
 
 def resolve_jars(name: str, artifacts: Sequence[Artifact], *, what: str,
-                 marker: str, progress: bool = False, exclude: Sequence[str] = ()) -> Path:
+                 marker: str, progress: bool = False, exclude: Sequence[str] = (),
+                 transitive: bool = True) -> Path:
     """Resolve ``artifacts`` and their runtime dependencies into ``cache/name/libs``.
 
     ``marker`` is a glob that must match once the folder is complete (e.g. the
     main artifact's jar); ``what`` names the jars in error messages; ``exclude`` names
-    artifact ids left out (a runtime that provides them).
+    artifact ids left out (a runtime that provides them); ``transitive`` false fetches
+    only ``artifacts`` themselves (jars added to a runtime that has their dependencies).
     """
     root = cache_dir() / name
     libs = root / "libs"
@@ -98,7 +106,7 @@ def resolve_jars(name: str, artifacts: Sequence[Artifact], *, what: str,
         if any(libs.glob(marker)):
             return libs
         return _resolve_into(name, mvn, artifacts, what=what, progress=progress,
-                             exclude=exclude)
+                             exclude=exclude, transitive=transitive)
 
 
 @contextlib.contextmanager
@@ -110,7 +118,7 @@ def _exclusive(path: Path) -> Iterator[None]:
 
 
 def _resolve_into(name: str, mvn: str, artifacts: Sequence[Artifact], *, what: str,
-                  progress: bool, exclude: Sequence[str]) -> Path:
+                  progress: bool, exclude: Sequence[str], transitive: bool = True) -> Path:
     root = cache_dir() / name
     libs = root / "libs"
     (root / "pom.xml").write_text(_pom(name.replace("/", "-"), artifacts), encoding="utf-8")
@@ -120,6 +128,8 @@ def _resolve_into(name: str, mvn: str, artifacts: Sequence[Artifact], *, what: s
            f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
     if exclude:
         cmd.append(f"-DexcludeArtifactIds={','.join(exclude)}")
+    if not transitive:
+        cmd.append("-DexcludeTransitive=true")
     if not progress:
         cmd.insert(1, "-q")
     try:

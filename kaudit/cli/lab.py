@@ -75,11 +75,25 @@ def up(
     broker_config: Annotated[
         list[str] | None,
         typer.Option(
-            metavar="KEY=VALUE",
-            help="Broker setting for every broker; repeatable; {port} in VALUE is the "
-            "broker's own port.",
+            metavar="[ID:]KEY=VALUE",
+            help="Broker setting for every broker, or with ID: for broker ID only (e.g. "
+            "2:replica.lag.time.max.ms=60000, brokers that disagree as after a partial "
+            "rollout); repeatable; {port} in VALUE is the broker's own port.",
         ),
     ] = None,
+    dynamic_quorum: Annotated[bool | None, typer.Option(
+        "--dynamic-quorum/--static-quorum", show_default=False,
+        help="The controllers' KRaft quorum: dynamic (KIP-853: controllers formatted with "
+             "--initial-controllers, found through controller.quorum.bootstrap.servers, "
+             "kraft.version 1; voters can be added and removed) or static "
+             "(controller.quorum.voters, kraft.version 0). [default: static for a new lab, "
+             "so that the default lab stays the one every earlier release and test ran; "
+             "a stopped lab's own on restart]")] = None,
+    tiered_storage: Annotated[bool, typer.Option(
+        "--tiered-storage",
+        help="Run tiered storage on the brokers with Kafka's LocalTieredStorage (its test "
+             "jars, fetched with mvn once); remote segments go to STATE_DIR/tiered-storage. "
+             "A topic tiers with remote.storage.enable=true. Plaintext labs only.")] = False,
     wait: Annotated[
         float, typer.Option(metavar="SECONDS", help="How long to wait for the cluster to be ready.")
     ] = 180,
@@ -112,10 +126,14 @@ def up(
     """
     from kaudit.connection.settings import parse_key_values
     from kaudit.lab import manager
+    from kaudit.lab.brokerconfig import parse_broker_config
+    from kaudit.lab.quorum import Quorum
 
     directory = options.state_dir(state_dir)
     _warn_if_many(brokers)
-    extra = parse_key_values(broker_config or [], "--broker-config")
+    extra = parse_broker_config(broker_config or [])
+    quorum = None if dynamic_quorum is None else (
+        Quorum.dynamic if dynamic_quorum else Quorum.static)
     worker = parse_key_values(connect_config or [], "--connect-config")
     if worker and not connect:
         raise LabStateError("--connect-config is for the Kafka Connect worker: add --connect")
@@ -131,6 +149,8 @@ def up(
             wait_s=wait,
             security=security,
             connect=worker if connect else None,
+            quorum=quorum,
+            tiered=tiered_storage,
             say=_say,
         )
     _say(f"ready: {len(state.brokers)} brokers, Kafka {state.kafka_version}, state in {directory}")

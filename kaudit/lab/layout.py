@@ -17,13 +17,17 @@ import socket
 import subprocess
 import uuid
 from base64 import urlsafe_b64encode
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kaudit.connection.properties import properties_text
 from kaudit.errors import InputError, LabError, LabStateError
 from kaudit.lab import security as sec
+from kaudit.lab import tiered as tiered_storage
+from kaudit.lab.brokerconfig import BrokerConfig
 from kaudit.lab.process import kafka_archive, log_tail
+from kaudit.lab.quorum import Quorum, format_arguments, quorum_properties, voters
 from kaudit.lab.runtime import KafkaRuntime
 from kaudit.lab.state import LabNode, LabState
 
@@ -111,15 +115,16 @@ def _node_properties(
     role: str,
     port: int,
     directory: Path,
-    voters: str,
+    quorum: dict[str, str],
     broker_count: int,
     extra: dict[str, str],
     secured: dict[str, str] | None = None,
+    tiered: dict[str, str] | None = None,
 ) -> dict[str, str]:
     common = {
         "process.roles": role,
         "node.id": str(node_id),
-        "controller.quorum.voters": voters,
+        **quorum,
         "controller.listener.names": "CONTROLLER",
         "log.dirs": str(directory / "data"),
     }
@@ -127,7 +132,7 @@ def _node_properties(
         return common | {
             "listeners": f"CONTROLLER://127.0.0.1:{port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-        } | SHARE_GROUP_TIMING | (secured or {})
+        } | SHARE_GROUP_TIMING | (secured or {}) | (tiered or {})
     internal_rf = str(min(3, broker_count))
     # A secured lab names its client listener CLIENT (protocol from ``secured``).
     listener = "CLIENT" if secured else "PLAINTEXT"
@@ -147,6 +152,7 @@ def _node_properties(
         }
         | SHARE_GROUP_TIMING
         | (secured or {})
+        | (tiered or {})
         # "{port}" lets one --broker-config value name each broker's own port.
         | {k: v.replace("{port}", str(port)) for k, v in extra.items()}
     )
@@ -190,9 +196,11 @@ def _argv(
 
 
 def _format(
-    runtime: KafkaRuntime, nodes: list[LabNode], cluster_id: str, extra: Sequence[str] = ()
+    runtime: KafkaRuntime, nodes: list[LabNode], cluster_id: str,
+    extra: Mapping[str, Sequence[str]],
 ) -> None:
-    """Format every node's storage, in parallel (each is a JVM start)."""
+    """Format every node's storage, in parallel (each is a JVM start); ``extra`` holds the
+    storage tool's further arguments for each role."""
     procs = []
     for node in nodes:
         config = Path(node.directory) / "server.properties"
@@ -202,7 +210,7 @@ def _format(
             "256m",
             Path(node.directory),
             ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c",
-             str(config), *extra],
+             str(config), *extra.get(node.role, ())],
         )
         archive = kafka_archive(argv)  # read only: the brokers write it, with more classes
         if archive is not None:
@@ -228,45 +236,64 @@ def _format(
             raise LabError(f"formatting storage for node {node.id} failed (exit {code}): {tail}")
 
 
+@dataclass(frozen=True)
+class LabShape:
+    """What a new lab is made of, beyond its size."""
+
+    broker_config: BrokerConfig = field(default_factory=BrokerConfig)
+    security: sec.Security = sec.Security.plaintext
+    quorum: Quorum = Quorum.static
+    tiered_jars: Path | None = None
+    """LocalTieredStorage's jars when the brokers tier their topics; None: they do not."""
+
+
 def create_lab(
     state_dir: Path,
     runtime: KafkaRuntime,
     brokers: int,
     controllers: int,
-    broker_config: dict[str, str],
-    security: sec.Security = sec.Security.plaintext,
+    shape: LabShape | None = None,
 ) -> LabState:
     """Write configs and format storage for a new lab (nothing is started)."""
+    shape = shape or LabShape()
     if not 1 <= brokers < CONTROLLER_ID_BASE:
         raise InputError(f"--brokers must be between 1 and {CONTROLLER_ID_BASE - 1}")
     if controllers not in (1, 3, 5):
         raise InputError("--controllers must be 1, 3 or 5 (a KRaft quorum of odd size)")
+    shape.broker_config.check_ids(range(1, brokers + 1))
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / "log4j2.yaml").write_text(_LOG4J2, encoding="utf-8")
     ports = free_ports(brokers + controllers)
-    controller_ids = [CONTROLLER_ID_BASE + i for i in range(controllers)]
-    voters = ",".join(
-        f"{cid}@127.0.0.1:{ports[brokers + i]}" for i, cid in enumerate(controller_ids)
-    )
+    members = voters(shape.quorum, [(CONTROLLER_ID_BASE + i, ports[brokers + i])
+                                    for i in range(controllers)])
     cluster_id = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    every, by_broker = shape.broker_config.to_state()
     state = LabState(
         state_dir=str(state_dir),
         cluster_id=cluster_id,
         kafka_version=runtime.kafka_version,
-        broker_config=broker_config,
-        security=security.value,
+        broker_config=every,
+        broker_config_by_id=by_broker,
+        security=shape.security.value,
+        quorum=shape.quorum.value,
+        tiered_storage=shape.tiered_jars is not None,
     )
     secured: dict[str, dict[str, str]] = {}
     format_extra: list[str] = []
-    if security is not sec.Security.plaintext:
-        material = sec.generate(state_dir, security)
+    if shape.security is not sec.Security.plaintext:
+        material = sec.generate(state_dir, shape.security)
         secured = {
-            "broker": sec.broker_properties(material, security),
+            "broker": sec.broker_properties(material, shape.security),
             "controller": sec.controller_properties(material),
         }
-        format_extra = sec.format_arguments(material, security)
+        format_extra = sec.format_arguments(material, shape.security)
+    tiered: dict[str, dict[str, str]] = {}
+    if shape.tiered_jars is not None:
+        tiered = {"broker": tiered_storage.broker_properties(state_dir, shape.tiered_jars,
+                                                            brokers, listener="PLAINTEXT"),
+                  "controller": tiered_storage.CONTROLLER_PROPERTIES}
     layout = [(i + 1, "broker", ports[i]) for i in range(brokers)] + [
-        (cid, "controller", ports[brokers + i]) for i, cid in enumerate(controller_ids)
+        (v.id, "controller", v.port) for v in members
     ]
     for node_id, role, port in layout:
         directory = state_dir / f"{role}-{node_id}"
@@ -276,10 +303,11 @@ def create_lab(
             role,
             port,
             directory,
-            voters,
+            quorum_properties(shape.quorum, members),
             brokers,
-            broker_config if role == "broker" else {},
+            shape.broker_config.of(node_id) if role == "broker" else {},
             secured.get(role),
+            tiered.get(role),
         )
         (directory / "server.properties").write_text(properties_text(props), encoding="utf-8")
         heap = BROKER_HEAP if role == "broker" else CONTROLLER_HEAP
@@ -290,7 +318,9 @@ def create_lab(
             LabNode(id=node_id, role=role, port=port, directory=str(directory), argv=argv)
         )
     try:
-        _format(runtime, state.nodes, cluster_id, format_extra)
+        _format(runtime, state.nodes, cluster_id,
+                {role: [*format_extra, *format_arguments(shape.quorum, role, members)]
+                 for role in ("broker", "controller")})
     except BaseException:
         # Leave no half-formatted lab behind: the next `lab up` must start clean.
         for node in state.nodes:

@@ -15,15 +15,18 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kaudit.cluster import client
 from kaudit.cluster.client import client_config, new_admin
-from kaudit.errors import LabError, LabStateError
+from kaudit.errors import InputError, LabError, LabStateError
 from kaudit.lab import security as sec
+from kaudit.lab import tiered as tiered_storage
+from kaudit.lab.brokerconfig import BrokerConfig
 from kaudit.lab.connect import add_worker, wait_worker_ready
-from kaudit.lab.layout import check_ports_free, create_lab, free_ports
+from kaudit.lab.layout import LabShape, check_ports_free, create_lab, free_ports
 from kaudit.lab.process import (
     SIGNALS,
     await_state,
@@ -32,7 +35,9 @@ from kaudit.lab.process import (
     nodes_running_from,
     raise_if_node_died,
     stop_nodes,
+    wait_listening,
 )
+from kaudit.lab.quorum import Quorum
 from kaudit.lab.runtime import KafkaRuntime
 from kaudit.lab.state import STATE_FILE, LabNode, LabState, NodeState, locked, node_state
 from kaudit.waiting import Deadline
@@ -172,14 +177,19 @@ def lab_up(
     *,
     brokers: int | None,
     controllers: int | None,
-    broker_config: dict[str, str],
+    broker_config: BrokerConfig | dict[str, str],
     wait_s: float,
     security: sec.Security | None = None,
     connect: dict[str, str] | None = None,
+    quorum: Quorum | None = None,
+    tiered: bool = False,
     say: Say = _quiet,
 ) -> LabState:
     """Create (or restart) the lab in ``state_dir`` and wait for it to be ready. ``connect``
-    (worker settings, maybe none) adds a Kafka Connect worker if the lab has none."""
+    (worker settings, maybe none) adds a Kafka Connect worker if the lab has none;
+    ``quorum`` (None: static for a new lab) and ``tiered`` shape a new lab only."""
+    if not isinstance(broker_config, BrokerConfig):
+        broker_config = BrokerConfig(dict(broker_config))
     with locked(state_dir):
         existing = None
         live: list[LabNode] = []
@@ -193,23 +203,8 @@ def lab_up(
                     f"a lab is already running in {state_dir} (bootstrap {existing.bootstrap})",
                     hint="use it, or stop it with `kaudit lab down`, or pass another --state-dir",
                 )
-            if (brokers not in (None, len(existing.brokers))
-                    or controllers not in (None, len(existing.controllers))):
-                raise LabStateError(
-                    f"the lab in {state_dir} has {len(existing.brokers)} brokers and "
-                    f"{len(existing.controllers)} controller(s)",
-                    hint="`kaudit lab down --purge` first to change its size",
-                )
-            if broker_config and broker_config != existing.broker_config:
-                raise LabStateError(
-                    "--broker-config differs from the stopped lab's",
-                    hint="`kaudit lab down --purge` first to change it",
-                )
-            if security is not None and security.value != existing.security:
-                raise LabStateError(
-                    f"the lab in {state_dir} was created with --security {existing.security}",
-                    hint="`kaudit lab down --purge` first to change it",
-                )
+            _refuse_other_shape(existing, brokers, controllers, broker_config, security,
+                                quorum, tiered)
             if not live:
                 check_ports_free(existing)
             say(f"restarting the existing lab in {state_dir}")
@@ -217,16 +212,12 @@ def lab_up(
             if adding:
                 _add_worker(state, runtime_factory(), connect or {}, say)
         else:
-            runtime = runtime_factory()
             brokers = 3 if brokers is None else brokers
             controllers = 1 if controllers is None else controllers
-            say(
-                f"formatting {brokers} broker(s) and {controllers} controller(s), "
-                f"Kafka {runtime.kafka_version}"
-                + (f", secured with {security}" if security else "")
-            )
-            state = create_lab(state_dir, runtime, brokers, controllers, broker_config,
-                               security or sec.Security.plaintext)
+            shape = LabShape(broker_config, security or sec.Security.plaintext,
+                             quorum or Quorum.static)
+            state, runtime = _new_lab(state_dir, runtime_factory, brokers, controllers, shape,
+                                      tiered, say)
             if connect is not None:
                 _add_worker(state, runtime, connect, say)
         try:
@@ -242,6 +233,66 @@ def lab_up(
             state.save()
             raise
         return state
+
+
+def _new_lab(state_dir: Path, runtime_factory: Callable[[], KafkaRuntime], brokers: int,
+             controllers: int, shape: LabShape, tiered: bool,
+             say: Say) -> tuple[LabState, KafkaRuntime]:
+    """Lay out and format a new lab (nothing started); what cannot be made is refused
+    before any jar is fetched."""
+    shape.broker_config.check_ids(range(1, brokers + 1))
+    if tiered and shape.security is not sec.Security.plaintext:
+        raise InputError("--tiered-storage runs on a plaintext lab only (its metadata "
+                         "manager's clients would need the secured listener's settings)")
+    runtime = runtime_factory()
+    if tiered:
+        shape = replace(shape, tiered_jars=tiered_storage.storage_jars(runtime.kafka_version))
+    say(
+        f"formatting {brokers} broker(s) and {controllers} controller(s) "
+        f"({shape.quorum} quorum), Kafka {runtime.kafka_version}"
+        + (f", secured with {shape.security}" if shape.security is not sec.Security.plaintext
+           else "")
+        + (", tiered storage" if tiered else "")
+    )
+    return create_lab(state_dir, runtime, brokers, controllers, shape), runtime
+
+
+def _refuse_other_shape(existing: LabState, brokers: int | None, controllers: int | None,
+                        broker_config: BrokerConfig, security: sec.Security | None,
+                        quorum: Quorum | None, tiered: bool) -> None:
+    """A LabStateError when ``lab up``'s options ask for another lab than the stopped one
+    in ``existing`` (what is not given is the lab's own)."""
+    where = existing.state_dir
+    if (brokers not in (None, len(existing.brokers))
+            or controllers not in (None, len(existing.controllers))):
+        raise LabStateError(
+            f"the lab in {where} has {len(existing.brokers)} brokers and "
+            f"{len(existing.controllers)} controller(s)",
+            hint="`kaudit lab down --purge` first to change its size",
+        )
+    ids = [b.id for b in existing.brokers]
+    if broker_config:
+        broker_config.check_ids(ids)
+        if broker_config.per_broker(ids) != existing.broker_settings.per_broker(ids):
+            raise LabStateError(
+                "--broker-config differs from the stopped lab's",
+                hint="`kaudit lab down --purge` first to change it",
+            )
+    if security is not None and security.value != existing.security:
+        raise LabStateError(
+            f"the lab in {where} was created with --security {existing.security}",
+            hint="`kaudit lab down --purge` first to change it",
+        )
+    if quorum is not None and quorum.value != existing.quorum:
+        raise LabStateError(
+            f"the lab in {where} has a {existing.quorum} controller quorum",
+            hint="`kaudit lab down --purge` first to change it",
+        )
+    if tiered and not existing.tiered_storage:
+        raise LabStateError(
+            f"the lab in {where} was created without --tiered-storage",
+            hint="`kaudit lab down --purge` first to add it",
+        )
 
 
 def _add_worker(state: LabState, runtime: KafkaRuntime, settings: dict[str, str],
@@ -338,6 +389,10 @@ def lab_start(state_dir: Path, node_id: int, *, wait_s: float) -> tuple[LabNode,
         state.save()
         if node.role == "broker":
             _wait_registered(state, node, wait_s)
+        elif node.role == "controller":
+            # It listens once its raft client runs; a voter then catches up with the
+            # leader's log within moments (`kafka-metadata-quorum describe` shows it).
+            wait_listening(node, wait_s)
         elif node.role == "connect":
             wait_worker_ready(node, wait_s)
         return node, "restarted"

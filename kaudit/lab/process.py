@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -152,6 +153,22 @@ def await_state(node: LabNode, want: NodeState, wait_s: float) -> None:
             raise LabError(f"{node.role} {node.id} is {current.value}, not {want.value}, "
                            f"{wait_s:g}s after the signal")
         time.sleep(0.02)
+
+
+def wait_listening(node: LabNode, wait_s: float) -> None:
+    """Wait until ``node`` takes connections on its port; a LabError if it exits or is
+    late."""
+    deadline = Deadline(wait_s)
+    while not deadline.expired():
+        if node_state(node) is NodeState.down:
+            raise LabError(f"{node.role} {node.id} exited during start: "
+                           f"{log_tail(node.log_path)}", hint=f"log: {node.log_path}")
+        with contextlib.suppress(OSError), socket.create_connection(
+                ("127.0.0.1", node.port), timeout=1):
+            return
+        time.sleep(0.1)
+    raise LabError(f"{node.role} {node.id} did not listen on port {node.port} within "
+                   f"{wait_s:g}s", hint=f"log: {node.log_path}")
 
 
 def raise_if_node_died(state: LabState) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import LabStateError
+from kaudit.lab.brokerconfig import BrokerConfig
 
 STATE_FILE = "lab.json"
 
@@ -74,8 +75,21 @@ class LabState:
     kafka_version: str
     nodes: list[LabNode] = field(default_factory=list)
     broker_config: dict[str, str] = field(default_factory=dict)
+    """``--broker-config`` settings of every broker."""
     security: str = "plaintext"
     """``plaintext``, ``sasl_ssl`` or ``mtls`` (see :mod:`kaudit.lab.security`)."""
+    broker_config_by_id: dict[str, dict[str, str]] = field(default_factory=dict)
+    """``--broker-config ID:KEY=VALUE`` settings, by broker id (over every broker's)."""
+    quorum: str = "static"
+    """``static`` or ``dynamic`` (see :mod:`kaudit.lab.quorum`); a lab made before the
+    choice existed has a static quorum."""
+    tiered_storage: bool = False
+    """Whether the brokers run tiered storage (see :mod:`kaudit.lab.tiered`)."""
+
+    @property
+    def broker_settings(self) -> BrokerConfig:
+        """What ``--broker-config`` gave the brokers, every broker's and each one's own."""
+        return BrokerConfig.from_state(self.broker_config, self.broker_config_by_id)
 
     @property
     def brokers(self) -> list[LabNode]:
@@ -148,7 +162,7 @@ class LabState:
             raw = json.loads(path.read_text(encoding="utf-8"))
             nodes = [LabNode(**n) for n in raw.pop("nodes")]
             return cls(nodes=nodes, **raw)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise LabStateError(
                 f"{path}: unreadable lab state ({exc.__class__.__name__}); "
                 "remove the directory or use `kaudit lab down --purge`"

@@ -9,6 +9,7 @@ from typing import Any
 from tabulate import tabulate
 
 from kaudit.lab.state import LabNode, LabState, NodeState, node_state
+from kaudit.lab.tiered import remote_root
 from kaudit.report.base import Report, text_only
 
 STATUS_SCHEMA = "kaudit.lab/v1"
@@ -48,6 +49,9 @@ def status_document(status: LabStatus) -> dict[str, Any]:
         "bootstrap": state.bootstrap,
         "security": state.security,
         "client_properties": str(state.client_properties) if state.client_properties else None,
+        "quorum": state.quorum,
+        # Where LocalTieredStorage keeps the remote segments (lab up --tiered-storage).
+        "tiered_storage": str(remote_root(state.state_dir)) if state.tiered_storage else None,
         "brokers": [_node_row(n) for n in state.brokers],
         "controllers": [_node_row(n) for n in state.controllers],
         # The Kafka Connect worker (lab up --connect): its REST API at its port.
@@ -59,6 +63,10 @@ def status_document(status: LabStatus) -> dict[str, Any]:
     return doc
 
 
+def _controllers(count: int) -> str:
+    return f"{count} controller{'s' if count != 1 else ''}"
+
+
 def status_table(status: LabStatus) -> str:
     """Bootstrap, version, state directory, then one row per node."""
     doc = status_document(status)
@@ -66,6 +74,9 @@ def status_table(status: LabStatus) -> str:
             for n in doc["brokers"] + doc["controllers"] + doc["connect"]]
     return (f"bootstrap  {doc['bootstrap']}\nkafka      {doc['kafka_version']}\n"
             f"state dir  {doc['state_dir']}\n"
+            f"quorum     {doc['quorum']}, {_controllers(len(doc['controllers']))}\n"
+            + (f"tiered     remote segments in {doc['tiered_storage']}\n"
+               if doc["tiered_storage"] else "")
             + (f"security   {doc['security']}, client settings in {doc['client_properties']}\n"
                if doc["client_properties"] else "")
             + "\n" + tabulate(rows, headers=["node", "role", "pid", "port", "state"]) + "\n")

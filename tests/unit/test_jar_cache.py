@@ -77,3 +77,19 @@ def test_a_failed_resolution_leaves_nothing_and_the_next_run_tries_again(
     monkeypatch.delenv("FAKE_MVN_FAIL")
     assert resolve() == libs and (libs / "demo-1.0.jar").is_file()
     assert len(calls.read_text().splitlines()) == 2
+
+
+def test_a_test_jar_is_asked_by_its_classifier_and_alone_when_not_transitive(
+        calls: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fake mvn records its arguments beside its calls.
+    mvn = calls.parent / "bin" / "mvn"
+    mvn.write_text(FAKE_MVN.replace('echo call >> "$FAKE_MVN_CALLS"',
+                                    'echo "$@" >> "$FAKE_MVN_CALLS"'))
+    libs = resolve_jars("tiered/1.0", [("org.example", "demo", "1.0", "test")],
+                        what="the demo test jar", marker="demo-*.jar", transitive=False)
+    pom = (libs.parent / "pom.xml").read_text()
+    assert ("<artifactId>demo</artifactId><version>1.0</version>"
+            "<classifier>test</classifier>") in pom
+    assert "-DexcludeTransitive=true" in calls.read_text().split()
+    resolve()
+    assert "-DexcludeTransitive=true" not in calls.read_text().splitlines()[-1].split()
