@@ -90,7 +90,7 @@ _kept_lab_logs: list[Path] = []
 """Where the logs of a test lab were kept because tests failed (see ``lab``)."""
 
 
-def _keep_lab_logs(state_dir: Path) -> None:
+def keep_lab_logs(state_dir: Path) -> None:
     """Copy the lab's node logs out of ``state_dir`` before it is deleted: a broker that died
     on restart in CI is otherwise gone with its reason."""
     kept = Path(tempfile.mkdtemp(prefix="kaudit-test-lab-logs-"))
@@ -146,7 +146,7 @@ def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
         lab_admin.cache_clear()
         gc.collect()
         if request.session.testsfailed:
-            _keep_lab_logs(Path(state_dir))  # as the tests left them, before the shutdown
+            keep_lab_logs(Path(state_dir))  # as the tests left them, before the shutdown
         run_kaudit("lab", "down", "--purge", "--state-dir", state_dir, timeout=120)
         shutil.rmtree(state_dir, ignore_errors=True)
 

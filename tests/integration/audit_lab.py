@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Run, _keep_lab_logs, lab_admin, run_kaudit
+from tests.conftest import Run, keep_lab_logs, lab_admin, run_kaudit
 
 LAGGING_BROKER = 2
 LAG_TIME_MS = 60000
@@ -90,7 +90,7 @@ def running_lab(*options: str, parent: str | Path | None = None) -> Iterator[Aud
         started = run_kaudit("lab", "up", *options, "--state-dir", state_dir, "-f", "json",
                              timeout=900)
         if started.code != 0:
-            _keep_lab_logs(Path(state_dir))
+            keep_lab_logs(Path(state_dir))
             raise RuntimeError(f"kaudit lab up {' '.join(options)} failed "
                                f"({started.code}): {started.stderr[-2000:]}")
         yield _audit_lab_of(json.loads(started.stdout))
@@ -125,4 +125,4 @@ def audit_lab(request: pytest.FixtureRequest) -> Iterator[AuditLab]:
         finally:
             if request.session.testsfailed > failed_before:
                 # As the tests left it, before it is stopped and deleted.
-                _keep_lab_logs(Path(lab.state_dir))
+                keep_lab_logs(Path(lab.state_dir))
