@@ -154,3 +154,43 @@ def test_a_quorum_not_read_comes_back_with_why_within_the_deadline() -> None:
     bad = read_quorum(ConnectionSettings("h:1", properties={
         "security.protocol": "CARRIER_PIGEON"}), [Broker(1, "h", 1)], Deadline(1.0))
     assert bad.unread is not None and "CARRIER_PIGEON" in bad.unread
+
+
+def test_check_from_a_snapshot_file_judges_the_quorum_as_the_snapshot_itself(
+        tmp_path: Any) -> None:
+    """``kaudit snapshot`` then ``check --snapshot FILE``: the same quorum findings as the
+    snapshot evaluated where it was read, in every format check writes."""
+    import json
+    from dataclasses import replace
+
+    from kaudit.check.engine import evaluate
+    from kaudit.check.policy.loader import load_policies
+    from tests.conftest import run_in_process
+
+    quorum = quorum_state(_response(2), answered_by=2)
+    doc = _snapshot_doc(features={"metadata.version": "4.3-IV0", "kraft.version": "0"},
+                        quorum=None)
+    snap = replace(snapshot_from_dict(doc, "live"), quorum=quorum, quorum_unread=None)
+    file = tmp_path / "snap.json"
+    file.write_text(json.dumps(snapshot_to_dict(snap)))
+    here = evaluate(snap, load_policies([]), [], [])
+    wanted = [(f.rule, f.subject.name, f.message, f.expected, f.actual, f.source)
+              for f in here.findings if f.rule.startswith("KA31")]
+    # Voter 101 last caught up in 1970 by the snapshot's clock, 102 was never heard from;
+    # and the quorum is static (warnings first).
+    assert [w[0] for w in wanted] == ["KA315", "KA315", "KA312"]
+    run = run_in_process("check", "--snapshot", str(file), "-f", "json")
+    assert run.code == 0, run.stderr  # a warning and an info: no error
+    offline = json.loads(run.stdout)
+    assert [(f["rule"], f["subject"]["name"], f["message"], f["expected"], f["actual"],
+             f["source"]) for f in offline["findings"] if f["rule"].startswith("KA31")] == wanted
+    for fmt in ("table", "sarif", "junit", "github", "html"):
+        shown = run_in_process("check", "--snapshot", str(file), "-f", fmt)
+        assert shown.code == 0 and "KA315" in shown.stdout, (fmt, shown.stderr)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({k: v for k, v in snapshot_to_dict(snap).items()
+                               if k not in ("quorum", "quorum_unread")}))
+    table = run_in_process("check", "--snapshot", str(old), "-f", "table")
+    assert f"controller quorum: not read ({QUORUM_NOT_IN_SNAPSHOT})" in \
+        " ".join(table.stdout.split())  # the heading may be wrapped to the terminal
+    assert "KA315" not in table.stdout and "KA312" in table.stdout

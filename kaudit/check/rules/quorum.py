@@ -115,8 +115,8 @@ def too_few_voters(ctx: ClusterContext) -> Iterator[Violation]:
     count = len(quorum.voters)
     if count == 1:
         effect = (f"when controller {quorum.voters[0].replica_id} fails, no metadata change "
-                  "can be made until it is back: no leader elected for the partitions of a "
-                  "failed broker, no ISR shrunk, no topic created")
+                  "can be made until it is back (no leader elected for the partitions of a "
+                  "failed broker, no ISR shrunk, no topic created)")
     else:
         effect = (f"a majority is {count // 2 + 1} of them, so the quorum {_survives(count)} "
                   "and any failure stops every metadata change until a majority is back")
