@@ -6,6 +6,9 @@ own tools print, run from the lab's jars:
   voters with their endpoints and observers with their directory ids exactly; offsets and
   times within what the log and the clocks can move between kaudit's read and the tool's
   (see ``Moved``); and check's quorum findings the same live and from a snapshot;
+- the same on a lab of three controllers, healthy and with one voter frozen (SIGSTOP):
+  check names it lagging (KA315) once it has not caught up for 30 s, and the frozen
+  voter's numbers are exactly the tool's;
 - each broker's config as `kafka-configs.sh --entity-type brokers --entity-name ID
   --describe --all` prints it (ConfigCommand), with one broker's dynamic config altered
   so that its brokers disagree (KA316 names it), and restored.
@@ -15,8 +18,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,7 +101,12 @@ class Moved:
         return 0 <= int(theirs) - ours <= self.ms
 
 
-def test_the_quorum_is_what_kafka_metadata_quorum_prints(lab: Lab, tmp_path: Path) -> None:
+def agree_with_the_tool(lab: Lab, tmp_path: Path
+                        ) -> tuple[dict[str, Any], dict[int, dict[str, str]]]:
+    """kaudit's quorum and Kafka's tool's, read one after the other, agree: exactly on
+    who leads, in which epoch, the voters with their endpoints and the observers with
+    their directory ids; within ``Moved`` on the high watermark, each log end and each
+    time. Returns the quorum and the tool's replication table."""
     started = time.monotonic()
     doc, _ = snapshot(lab, tmp_path)
     status = status_of(quorum_tool(lab, "--status"))
@@ -137,6 +148,12 @@ def test_the_quorum_is_what_kafka_metadata_quorum_prints(lab: Lab, tmp_path: Pat
                 (ours, theirs, moved)
             assert moved.time(ours["last_caught_up_ms"], theirs["LastCaughtUpTimestamp"]), \
                 (ours, theirs, moved)
+    return quorum, replication
+
+
+def test_the_quorum_is_what_kafka_metadata_quorum_prints(lab: Lab, tmp_path: Path) -> None:
+    quorum, _ = agree_with_the_tool(lab, tmp_path)
+    assert len(quorum["voters"]) == 1 and len(quorum["observers"]) == 3
 
 
 def _quorum_findings(doc: dict[str, Any]) -> list[tuple[str, str, str, str | None, str | None]]:
@@ -242,3 +259,61 @@ def test_broker_configs_are_what_kafka_configs_prints_and_drift_is_named(
         restored = wait_for(lambda: _broker_says(lab, DRIFTING, None), 60)
     assert restored, f"broker {DRIFTING} still has its own {ALTERED}"
     assert _drift(lab) == []
+
+
+@pytest.fixture(scope="module")
+def three_controllers() -> Iterator[Lab]:
+    """A lab of one broker and three controllers (a static quorum, as `--controllers 3`
+    formats it), for a voter to be frozen."""
+    state_dir = Path(tempfile.mkdtemp(prefix="kaudit-test-quorum-"))
+    started = run_kaudit("lab", "up", "--brokers", "1", "--controllers", "3",
+                         "--state-dir", str(state_dir), timeout=900)
+    try:
+        if started.code != 0:
+            pytest.fail(f"kaudit lab up --controllers 3 failed ({started.code}): "
+                        f"{started.stderr}")
+        yield Lab(state_dir=str(state_dir), bootstrap=started.stdout.strip())
+    finally:
+        run_kaudit("lab", "down", "--purge", "--state-dir", str(state_dir), timeout=120)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _lagging(lab: Lab) -> dict[str, Any] | None:
+    """Check's KA315 finding, if any; its quorum findings otherwise seen in passing."""
+    run = run_kaudit("check", "-b", lab.bootstrap, "-f", "json", "--exit-zero")
+    assert run.code == 0, run.stderr
+    found = [f for f in json.loads(run.stdout)["findings"] if f["rule"] in QUORUM_RULES]
+    assert {f["rule"] for f in found} <= {"KA312", "KA315"}, found  # 3 voters: enough, odd
+    lagging = [f for f in found if f["rule"] == "KA315"]
+    assert len(lagging) <= 1, lagging
+    return lagging[0] if lagging else None
+
+
+def test_a_frozen_voter_is_named_as_kafka_metadata_quorum_shows_it(
+        three_controllers: Lab, tmp_path: Path) -> None:
+    lab = three_controllers
+    quorum, _ = agree_with_the_tool(lab, tmp_path)
+    assert len(quorum["voters"]) == 3 and _lagging(lab) is None
+    frozen = next(v["replica_id"] for v in quorum["voters"]
+                  if v["replica_id"] != quorum["leader_id"])
+    assert lab.kaudit("kill", str(frozen), "--signal", "stop").code == 0
+    try:
+        # Past max_controller_caught_up_seconds (30) without a fetch, check names it.
+        assert wait_for(lambda: _lagging(lab) is not None, 120), \
+            f"controller {frozen} frozen and never reported lagging"
+        finding = _lagging(lab)
+        assert finding is not None
+        assert finding["message"].startswith(f"Controller {frozen} ")
+        assert "the quorum of 3 voters can lose no other controller" in finding["message"]
+        # Frozen, its entry stands still: kaudit and the tool give the same numbers.
+        quorum, replication = agree_with_the_tool(lab, tmp_path)
+        ours = next(v for v in quorum["voters"] if v["replica_id"] == frozen)
+        theirs = replication[frozen]
+        assert (str(ours["log_end_offset"]), str(ours["last_fetch_ms"]),
+                str(ours["last_caught_up_ms"])) == (
+            theirs["LogEndOffset"], theirs["LastFetchTimestamp"],
+            theirs["LastCaughtUpTimestamp"])
+    finally:
+        assert lab.kaudit("start", str(frozen)).code == 0
+    assert wait_for(lambda: _lagging(lab) is None, 60), \
+        f"controller {frozen} still lagging after it was resumed"
