@@ -119,7 +119,8 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
                        policies=policies.names, origin=snapshot.origin,
                        cluster_id=snapshot.cluster_id, features=snapshot.features,
                        features_unread=snapshot.features_unread,
-                       elr_unread=snapshot.elr_unread)
+                       elr_unread=snapshot.elr_unread,
+                       quorum_unread=snapshot.quorum_unread)
 
 
 def _bindings(policies: PolicySet, producers: Sequence[ClientConfig],

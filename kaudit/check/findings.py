@@ -139,6 +139,9 @@ class CheckResult:
     """Why they were not read, when a live cluster's were not."""
     elr_unread: str | None = None
     """Why the partitions' eligible leader replicas were not read, when they were not."""
+    quorum_unread: str | None = None
+    """Why the controller quorum was not read, when a live cluster's (or a snapshot's) was
+    not: the quorum rules (KA312-KA315) then said nothing."""
 
     def counts(self) -> dict[str, int]:
         """Unwaived findings per severity, as the JSON ``summary`` has them."""

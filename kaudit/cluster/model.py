@@ -6,13 +6,20 @@ Everything `kaudit check` evaluates is one of these; rules never talk to Kafka.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
+
+from kaudit.cluster.quorum import (
+    QuorumState,
+    quorum_from_dict,
+    quorum_to_dict,
+    quorum_unread_of,
+)
 
 SNAPSHOT_SCHEMA = "kaudit.snapshot/v1"
 
@@ -72,6 +79,9 @@ class ConfigValue:
     source: ConfigSource
     sensitive: bool = False
     """Kafka marks passwords and keys sensitive; their values are never stored."""
+    broker: int | None = None
+    """The broker this value is the setting of, when the brokers disagree on it and one
+    broker's value stands for all (:meth:`ClusterSnapshot.broker_config`); else None."""
 
 
 ConfigMap = Mapping[str, ConfigValue]
@@ -271,6 +281,10 @@ class ClusterSnapshot:
     """Why the partitions' ELR was not read (None when it was, or when nothing asked)."""
     share_groups: tuple[ShareGroup, ...] | None = None
     """The share groups (KIP-932); None when they were not read."""
+    quorum: QuorumState | None = None
+    """The KRaft controller quorum (DescribeQuorum); None when it was not read."""
+    quorum_unread: str | None = None
+    """Why the quorum was not read (not authorized, no answer, an older snapshot)."""
 
     def feature_level(self, name: str) -> int | None:
         """A numeric feature's finalized level: 0 when the cluster has not finalized it,
@@ -291,13 +305,29 @@ class ClusterSnapshot:
         """Ids of the brokers that are registered (alive)."""
         return frozenset(b.id for b in self.brokers)
 
-    def broker_config(self, name: str) -> ConfigValue | None:
-        """A broker config as seen on the lowest-id broker (cluster-wide defaults agree)."""
-        for broker_id in sorted(self.broker_configs):
-            value = self.broker_configs[broker_id].get(name)
-            if value is not None:
-                return value
-        return None
+    def broker_config(self, name: str, weakest: Callable[[ConfigValue], Any] | None = None
+                      ) -> ConfigValue | None:
+        """A broker config as the brokers report it: their one value when they agree.
+
+        When they disagree there is no one value: each broker applies its own to what it
+        leads or hosts. Then the value sorted first by ``weakest`` (a key putting the one
+        worst for durability first) stands for all, else the lowest-id broker's; either
+        way it names its broker (:attr:`ConfigValue.broker`) so a finding can say whose
+        it is. Cluster-wide settings (dynamic defaults) always agree."""
+        values = self.broker_config_values(name)
+        if not values:
+            return None
+        if len({v.value for v in values.values()}) == 1:  # one value, whatever its source
+            return values[min(values)]
+        ordered = sorted(values.items(), key=lambda item: (
+            weakest(item[1]) if weakest is not None else 0, item[0]))
+        broker_id, chosen = ordered[0]
+        return replace(chosen, broker=broker_id)
+
+    def broker_config_values(self, name: str) -> dict[int, ConfigValue]:
+        """Each broker's entry for ``name``, by broker id (brokers that report it)."""
+        return {broker_id: configs[name] for broker_id, configs
+                in sorted(self.broker_configs.items()) if name in configs}
 
     @property
     def taken_at_ms(self) -> int:
@@ -372,6 +402,8 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
         "elr_unread": snap.elr_unread,
         "share_groups": None if snap.share_groups is None else [
             _share_group_to_dict(g) for g in snap.share_groups],
+        "quorum": None if snap.quorum is None else quorum_to_dict(snap.quorum),
+        "quorum_unread": snap.quorum_unread,
     }
 
 
@@ -463,4 +495,6 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
         elr_unread=raw.get("elr_unread"),
         share_groups=None if raw.get("share_groups") is None else tuple(
             _share_group_from_dict(g) for g in raw["share_groups"]),
+        quorum=None if raw.get("quorum") is None else quorum_from_dict(raw["quorum"]),
+        quorum_unread=quorum_unread_of(raw),
     )

@@ -2,7 +2,8 @@
 
 Round trips: one DescribeCluster, one Metadata request for every topic and
 partition, and DescribeConfigs for topics (in batches sent concurrently)
-and for each broker. A cluster of thousands of topics is read in seconds.
+and for each broker; beside them, in threads, the features, the ELR and the
+controller quorum (DescribeQuorum). A cluster of thousands of topics is read in seconds.
 What the credentials may not read becomes ``snapshot.unreadable`` (check
 reports it as a finding) instead of an error.
 """
@@ -40,6 +41,7 @@ from kaudit.cluster.protocol import (
     load_kafka_python,
     read_protocol,
 )
+from kaudit.cluster.protocol_quorum import NOT_AUTHORIZED, QuorumRead, read_quorum
 from kaudit.cluster.protocol_share import ShareGroupsRead, read_share_groups
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
@@ -155,7 +157,8 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
 
 def read_snapshot(settings: ConnectionSettings, groups: bool = False) -> ClusterSnapshot:
     """Read brokers, broker configs, topics, topic configs and partition states, each
-    partition's ELR and the finalized features (:mod:`kaudit.cluster.protocol`); with
+    partition's ELR and the finalized features (:mod:`kaudit.cluster.protocol`), the
+    controller quorum (:mod:`kaudit.cluster.protocol_quorum`); with
     ``groups``, also every partition's offsets and the consumer groups
     (:mod:`kaudit.cluster.groups`)."""
     return _read(AdminSession(settings), groups)
@@ -173,6 +176,7 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
     # threads while the topics' configs and the groups are read here.
     protocol = _in_thread(lambda: read_protocol(session.settings, brokers,
                                                 sorted(metadata.topics), deadline))
+    quorum_read = _in_thread(lambda: read_quorum(session.settings, brokers, deadline))
     unreadable: list[str] = []
     broker_unreadable: list[str] = []
     broker_read = _in_thread(lambda: _broker_configs(session, brokers, broker_unreadable,
@@ -199,6 +203,9 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
                                                              "answered in time"]),
         offsets, unreadable, deadline)
     broker_configs = broker_read(deadline) or {}
+    quorum = quorum_read(deadline) or QuorumRead(unread="no broker answered in time")
+    if quorum.unread == NOT_AUTHORIZED:  # missing ACLs are KA002's to report
+        unreadable.append(f"the controller quorum ({NOT_AUTHORIZED})")
     unreadable[:0] = broker_unreadable  # the brokers' first, as they were read before
     return ClusterSnapshot(
         cluster_id=cluster_id,
@@ -216,6 +223,8 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
         features_unread=read.features_unread,
         elr_unread=read.elr_unread,
         share_groups=share_groups,
+        quorum=quorum.quorum,
+        quorum_unread=quorum.unread,
     )
 
 

@@ -249,6 +249,10 @@ class Demo:
         self.out(f"check found {counts['errors']} error(s), {counts['warnings']} warning(s); "
                  f"topics with errors: {', '.join(unsound) or 'none'}. As a CI step, "
                  "`kaudit check` would exit 1 here.\n")
+        if any(f.rule == "KA313" for f in result.findings):
+            self.out("The lab runs one KRaft controller so that it fits on a laptop: KA313 "
+                     "says what one controller costs a real cluster (`kaudit lab up "
+                     "--controllers 3` runs three).\n")
         return result, check_json, check_sarif
 
     def probe_matrix(self, conn: ConnectionSettings

@@ -67,11 +67,14 @@ class SecureLab:
 
 def assert_read_by_kafka_python(doc: dict[str, Any]) -> None:
     """A `cluster` or `snapshot` document whose features (and, for a snapshot, every
-    partition's ELR) were read through kafka-python with the same security settings."""
+    partition's ELR and the controller quorum) were read through kafka-python with the same
+    security settings."""
     assert doc["features"] is not None, doc["features_unread"]
     assert doc["features"]["metadata.version"].startswith("4.")
     if "topics" in doc:
         assert doc["elr_unread"] is None
+        assert doc["quorum"] is not None, doc["quorum_unread"]
+        assert [v["replica_id"] for v in doc["quorum"]["voters"]] == [100]
         partitions = [p for t in doc["topics"] for p in t["partitions"]]
         assert partitions and all(p["elr"] == [] for p in partitions)
 
@@ -269,6 +272,10 @@ def test_user_without_acls_gets_a_finding_not_a_crash(sasl_lab: SecureLab) -> No
     unreadable = [f for f in doc["findings"] if f["rule"] == "KA002"]
     assert unreadable and all("not authorized" in f["message"] for f in unreadable)
     assert "configs of broker 1" in unreadable[0]["message"]
+    # DescribeQuorum needs DESCRIBE on the cluster: said, and the quorum rules skip.
+    assert any("the controller quorum (not authorized" in f["message"] for f in unreadable)
+    assert doc["quorum_unread"].startswith("not authorized")
+    assert not {"KA313", "KA314", "KA315"} & {f["rule"] for f in doc["findings"]}
 
 
 @pytest.mark.spark

@@ -170,7 +170,7 @@ def test_only_the_protocol_modules_import_kafka_python() -> None:
     importers = sorted({f"{path.relative_to(ROOT)}" for module, path in _modules()
                         for name, _ in _imports(module, path) if name.split(".")[0] == "kafka"})
     assert importers == ["kaudit/cluster/protocol.py", "kaudit/cluster/protocol_config.py",
-                         "kaudit/cluster/protocol_share.py"]
+                         "kaudit/cluster/protocol_quorum.py", "kaudit/cluster/protocol_share.py"]
 
 
 @pytest.mark.parametrize("module,path", list(_modules()), ids=lambda x: str(x))

@@ -50,7 +50,8 @@ DEFAULT_PROFILE = "durable"
 _INT_THRESHOLDS = {"min_replication_factor": 1, "min_insync_replicas": 1,
                    "min_write_tolerance": 0, "group_loss_horizon_hours": 0,
                    "max_open_transaction_seconds": 0, "share_min_delivery_attempts": 0,
-                   "share_idle_lag_minutes": 0}
+                   "share_idle_lag_minutes": 0, "min_controller_voters": 1,
+                   "max_controller_lag_records": 0, "max_controller_caught_up_seconds": 0}
 _ACKS_CHOICES = ("0", "1", "all", "-1")
 
 

@@ -63,6 +63,15 @@ class Thresholds:
     share_idle_lag_minutes: int = 60
     """Warn when a share group with no members leaves a record undelivered longer than
     this many minutes (0: never warn)."""
+    min_controller_voters: int = 3
+    """Voters the KRaft controller quorum must have: N voters survive (N - 1) // 2
+    controller failures (3: one, 5: two)."""
+    max_controller_lag_records: int = 10000
+    """Warn when a voter's metadata log trails the leader's by more than this many records
+    (0: never warn)."""
+    max_controller_caught_up_seconds: int = 30
+    """Warn when a voter last held the leader's whole log more than this many seconds
+    before the snapshot was taken (0: never warn)."""
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Thresholds:
         """A copy with some fields replaced (keys are field names, values validated)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kaudit.check.findings import Subject, SubjectKind
 from kaudit.cluster.model import (
@@ -57,11 +59,16 @@ def provenance(value: ConfigValue, snapshot: ClusterSnapshot | None = None) -> s
     """Where a value came from, in words: 'set on the topic', 'inherited from ...'.
 
     Given the ``snapshot``, a value assumed for a manifest says so: offline, kaudit cannot
-    know which default the cluster will apply."""
+    know which default the cluster will apply. A value one broker holds while the others
+    disagree (:func:`broker_value`) says whose it is."""
     if snapshot is not None and assumed_offline(value, snapshot):
         return (f"not set in the manifest: the cluster's default applies; kaudit assumes "
                 f"{value.value}, Kafka's built-in default")
-    return _PROVENANCE.get(value.source, "of unknown origin")
+    said = _PROVENANCE.get(value.source, "of unknown origin")
+    if value.broker is not None:
+        said += (f" of broker {value.broker}, where the brokers disagree"
+                 + (" (the weakest of their values)" if value.name in WEAKEST_FIRST else ""))
+    return said
 
 
 def is_internal(topic: Topic) -> bool:
@@ -70,16 +77,45 @@ def is_internal(topic: Topic) -> bool:
 
 
 def topic_value(topic: Topic, snapshot: ClusterSnapshot, name: str) -> ConfigValue:
-    """The effective value of a topic config: the topic's, else the broker's, else Kafka's."""
+    """The effective value of a topic config: the topic's, else the broker's, else Kafka's.
+
+    A value the topic does not set itself is described by whichever broker answered, with
+    that broker's default; where the brokers disagree, their weakest stands instead
+    (:func:`broker_value`), as some partition may be led by the broker that holds it."""
     own = topic.config(name)
     if own is not None and own.value is not None:
-        return own
+        if not own.source.is_default or name not in WEAKEST_FIRST:
+            return own
+        found = snapshot.broker_config(name, WEAKEST_FIRST[name])
+        return found if found is not None and found.broker is not None \
+            and found.value is not None else own
     return broker_value(snapshot, name)
 
 
+_FEWEST = 2**63
+WEAKEST_FIRST: dict[str, Callable[[ConfigValue], Any]] = {
+    # Fewer copies, or fewer in-sync replicas to acknowledge, lose data sooner.
+    **dict.fromkeys(("min.insync.replicas", "default.replication.factor",
+                     "offsets.topic.replication.factor",
+                     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+                     "share.coordinator.state.topic.replication.factor",
+                     "share.coordinator.state.topic.min.isr"),
+                    lambda v: as_int(v, _FEWEST)),
+    # An election that may truncate acknowledged writes.
+    "unclean.leader.election.enable": lambda v: not as_bool(v),
+    # The longest a transaction may hold read_committed readers back before Kafka aborts it.
+    "transaction.max.timeout.ms": lambda v: -as_int(v, -_FEWEST),
+}
+"""For settings whose brokers may disagree: a sort key putting the value worst for
+durability first. Each broker applies its own value to what it leads or hosts, so a topic
+that does not set one may get the weakest; kaudit judges by it and says whose it is."""
+
+
 def broker_value(snapshot: ClusterSnapshot, name: str) -> ConfigValue:
-    """A broker config as the brokers report it, else Kafka's default."""
-    found = snapshot.broker_config(name)
+    """A broker config as the brokers report it, else Kafka's default. Where the brokers
+    disagree, the weakest of their values (:data:`WEAKEST_FIRST`), else the lowest-id
+    broker's, naming its broker."""
+    found = snapshot.broker_config(name, WEAKEST_FIRST.get(name))
     if found is not None and found.value is not None:
         return found
     return ConfigValue(name=name, value=KAFKA_DEFAULTS.get(name),

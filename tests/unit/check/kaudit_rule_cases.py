@@ -20,6 +20,10 @@ holds a snapshot fragment plus optional policy and client configs:
 - ``share_groups``: ``[{group_id, state, members (a count), subscribed ([topic]),
   configs ({name: value}), partitions: [{topic, partition, start_offset, lag,
   undelivered_minutes_ago}]}]`` (absent: not read)
+- ``quorum``: ``{leader, epoch, high_watermark, voters: [id | {id, log_end_offset,
+  caught_up_seconds_ago}]}`` (absent: not read); a voter given by id alone holds the
+  leader's whole log as of the snapshot's time; ``log_end_offset: null`` with no
+  ``caught_up_seconds_ago`` is a voter the leader never heard from
 - ``policy``: a built-in name, an inline policy mapping, or a list of them
 - ``files``: ``{relative name: text}`` written next to the policy
 - ``producer`` / ``consumer``: ``{key: value}`` (or a list of them) written as
@@ -58,6 +62,7 @@ from kaudit.cluster.model import (
     Topic,
     freeze_configs,
 )
+from kaudit.cluster.quorum import QuorumReplica, QuorumState
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "rules"
 DEFAULT_TODAY = date(2026, 6, 1)
@@ -103,6 +108,25 @@ def _share_groups(case: dict[str, Any]) -> tuple[ShareGroup, ...] | None:
             for s in g.get("partitions", ())),
         configs=_configs(g.get("configs"), ConfigSource.GROUP_CONFIG))
         for g in case["share_groups"])
+
+
+def _quorum(case: dict[str, Any]) -> QuorumState | None:
+    raw = case.get("quorum")
+    if raw is None:
+        return None
+    end = int(raw.get("high_watermark", 500))
+
+    def voter(spec: int | dict[str, Any]) -> QuorumReplica:
+        spec = {"id": spec} if isinstance(spec, int) else spec
+        ago = spec.get("caught_up_seconds_ago", 0 if "log_end_offset" not in spec else None)
+        return QuorumReplica(replica_id=int(spec["id"]),
+                             log_end_offset=spec.get("log_end_offset", end),
+                             last_caught_up_ms=None if ago is None
+                             else int(TAKEN_AT_MS - ago * 1000))
+
+    return QuorumState(leader_id=raw.get("leader", 100), leader_epoch=int(raw.get("epoch", 1)),
+                       high_watermark=end, voters=tuple(voter(v) for v in raw["voters"]),
+                       answered_by=1)
 
 
 def _configs(raw: dict[str, Any] | None, default_source: ConfigSource) -> Any:
@@ -170,7 +194,7 @@ def build_snapshot(case: dict[str, Any]) -> ClusterSnapshot:
                            origin="live" if live else "manifests", live=live,
                            unreadable=tuple(case.get("unreadable", ())),
                            offsets=_offsets(case), groups=_groups(case),
-                           share_groups=_share_groups(case),
+                           share_groups=_share_groups(case), quorum=_quorum(case),
                            features=None if "features" not in case else MappingProxyType(
                                {k: str(v) for k, v in case["features"].items()}))
 
