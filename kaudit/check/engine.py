@@ -119,7 +119,7 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
                        policies=policies.names, origin=snapshot.origin,
                        cluster_id=snapshot.cluster_id, features=snapshot.features,
                        features_unread=snapshot.features_unread,
-                       elr_unread=snapshot.elr_unread)
+                       elr_unread=snapshot.elr_unread, acls_unread=snapshot.acls_unread)
 
 
 def _bindings(policies: PolicySet, producers: Sequence[ClientConfig],

@@ -139,6 +139,8 @@ class CheckResult:
     """Why they were not read, when a live cluster's were not."""
     elr_unread: str | None = None
     """Why the partitions' eligible leader replicas were not read, when they were not."""
+    acls_unread: str | None = None
+    """Why the ACL bindings were not read, when they were not (the ACL rules then skip)."""
 
     def counts(self) -> dict[str, int]:
         """Unwaived findings per severity, as the JSON ``summary`` has them."""

@@ -14,7 +14,12 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
+from kaudit.cluster.acl import AclBinding as AclBinding  # the snapshot's, re-exported
+from kaudit.cluster.acl import acl_from_dict, acl_to_dict
+
 SNAPSHOT_SCHEMA = "kaudit.snapshot/v1"
+
+ACLS_NOT_IN_SNAPSHOT = "the snapshot was taken before kaudit read ACLs"
 
 TOPIC_NAME_MAX = 249
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]+")
@@ -271,6 +276,10 @@ class ClusterSnapshot:
     """Why the partitions' ELR was not read (None when it was, or when nothing asked)."""
     share_groups: tuple[ShareGroup, ...] | None = None
     """The share groups (KIP-932); None when they were not read."""
+    acls: tuple[AclBinding, ...] | None = None
+    """Every ACL binding (DescribeAcls); None when they were not read."""
+    acls_unread: str | None = None
+    """Why the ACLs were not read (denied, no authorizer, an older snapshot)."""
 
     def feature_level(self, name: str) -> int | None:
         """A numeric feature's finalized level: 0 when the cluster has not finalized it,
@@ -372,6 +381,8 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
         "elr_unread": snap.elr_unread,
         "share_groups": None if snap.share_groups is None else [
             _share_group_to_dict(g) for g in snap.share_groups],
+        "acls": None if snap.acls is None else [acl_to_dict(a) for a in snap.acls],
+        "acls_unread": snap.acls_unread,
     }
 
 
@@ -463,4 +474,7 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
         elr_unread=raw.get("elr_unread"),
         share_groups=None if raw.get("share_groups") is None else tuple(
             _share_group_from_dict(g) for g in raw["share_groups"]),
+        acls=None if raw.get("acls") is None else tuple(
+            acl_from_dict(a) for a in raw["acls"]),
+        acls_unread=raw.get("acls_unread") if "acls" in raw else ACLS_NOT_IN_SNAPSHOT,
     )

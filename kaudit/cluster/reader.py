@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
 from kaudit.cluster.model import (
+    AclBinding,
     Broker,
     ClusterSnapshot,
     ConfigMap,
@@ -179,6 +180,7 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
                                                      deadline))
     shares = _in_thread(lambda: read_share_groups(session.settings, brokers, deadline)) \
         if groups else None
+    acl_read = _in_thread(lambda: read_acls(session, deadline))
     deleted: set[str] = set()
     topic_configs = _describe_configs(session, ResourceType.TOPIC, sorted(metadata.topics),
                                       unreadable, "topic", deadline, deleted)
@@ -200,6 +202,9 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
         offsets, unreadable, deadline)
     broker_configs = broker_read(deadline) or {}
     unreadable[:0] = broker_unreadable  # the brokers' first, as they were read before
+    acls, acls_unread = acl_read(deadline) or (None, f"no answer within {deadline.seconds:g}s")
+    if acls_unread is not None and acls_unread != NO_AUTHORIZER:
+        unreadable.append(f"the ACLs: {acls_unread}")
     return ClusterSnapshot(
         cluster_id=cluster_id,
         controller_id=controller_id,
@@ -216,6 +221,8 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
         features_unread=read.features_unread,
         elr_unread=read.elr_unread,
         share_groups=share_groups,
+        acls=acls,
+        acls_unread=acls_unread,
     )
 
 
@@ -244,6 +251,43 @@ def _share_groups(session: AdminSession, read: ShareGroupsRead,
                                  else since.get((s.topic, s.partition, s.start_offset)))
                          for s in g.partitions))
         for g in read.groups)
+
+
+NO_AUTHORIZER = ("the cluster has no authorizer (Kafka answers SECURITY_DISABLED), so no ACL "
+                 "is enforced")
+"""Why ACLs are unread on a cluster without an authorizer: nothing to read, not a gap in
+what kaudit may see (KA503 reports the missing authorizer)."""
+
+
+def read_acls(session: AdminSession, deadline: Deadline
+              ) -> tuple[tuple[AclBinding, ...] | None, str | None]:
+    """Every ACL binding, or None and why not: no authorizer, no DESCRIBE on the cluster,
+    no answer by the deadline, or a binding the client library cannot decode."""
+    try:
+        found = session.describe_acls(deadline.left())
+        return tuple(sorted(_binding(b) for b in found)), None
+    except ConnectionFailure:
+        if session.collector.fatal():
+            raise
+        return None, f"no answer within {deadline.seconds:g}s"
+    except client.KafkaException as exc:
+        name = _error_name(exc)
+        if name == "SECURITY_DISABLED":
+            return None, NO_AUTHORIZER
+        if name == "CLUSTER_AUTHORIZATION_FAILED":
+            return None, "not authorized (DescribeAcls needs DESCRIBE on the cluster)"
+        return None, f"Kafka answered {name or 'an error'}: {kafka_message(exc)}"
+    except (ValueError, TypeError) as exc:  # an operation or type librdkafka has no name for
+        return None, f"confluent-kafka could not decode a binding: {exc}"
+
+
+def _binding(raw: Any) -> AclBinding:
+    # confluent-kafka calls the cluster resource BROKER; Kafka's tools call it CLUSTER.
+    rtype = raw.restype.name
+    return AclBinding(resource_type="CLUSTER" if rtype == "BROKER" else rtype,
+                      resource_name=raw.name, pattern_type=raw.resource_pattern_type.name,
+                      principal=raw.principal, host=raw.host, operation=raw.operation.name,
+                      permission=raw.permission_type.name)
 
 
 def _in_thread(read: Callable[[], T]) -> Callable[[Deadline], T | None]:

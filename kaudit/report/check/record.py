@@ -102,6 +102,7 @@ class CheckDocument(TypedDict):
     features: dict[str, str] | None
     features_unread: str | None
     elr_unread: str | None
+    acls_unread: str | None
 
 
 def finding_record(finding: Finding) -> FindingRecord:
@@ -154,6 +155,7 @@ def check_document(result: CheckResult) -> CheckDocument:
         "features": None if result.features is None else dict(sorted(result.features.items())),
         "features_unread": result.features_unread,
         "elr_unread": result.elr_unread,
+        "acls_unread": result.acls_unread,
     }
 
 
@@ -294,6 +296,7 @@ def redacted_result(result: CheckResult) -> CheckResult:
             text(k): text(v) for k, v in result.features.items()},
         features_unread=maybe(result.features_unread),
         elr_unread=maybe(result.elr_unread),
+        acls_unread=maybe(result.acls_unread),
     )
 
 

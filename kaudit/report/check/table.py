@@ -247,6 +247,8 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
         headings.append(f"features: not read ({result.features_unread})")
     if result.elr_unread:
         headings.append(f"eligible leader replicas: not read ({result.elr_unread})")
+    if result.acls_unread:
+        headings.append(f"ACLs: not read ({result.acls_unread})")
     if options.width is not None:
         headings = [wrap(h, options.width, indent="  ") for h in headings]
     lines = [*headings, ""]
