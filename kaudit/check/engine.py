@@ -89,7 +89,7 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
                     run(rule, check(topic, TopicContext(snapshot, default)))
         elif rule.scope == "cluster" and policies.rule_enabled(rule.id, default):
             run(rule, cast(ClusterCheck, rule.check)(ClusterContext(
-                snapshot, default, transactional)))
+                snapshot, default, transactional, policies.acls)))
         elif rule.scope == "policy" and policies.rule_enabled(rule.id):
             run(rule, cast(PolicyCheck, rule.check)(PolicyContext(policies, today)))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kaudit.check.rules import (
+    acls,
     client,
     cluster,
     features,
@@ -49,6 +50,7 @@ __all__ = [
     "Rule",
     "RuleDoc",
     "Violation",
+    "acls",
     "all_rules",
     "client",
     "cluster",

@@ -20,6 +20,9 @@ holds a snapshot fragment plus optional policy and client configs:
 - ``share_groups``: ``[{group_id, state, members (a count), subscribed ([topic]),
   configs ({name: value}), partitions: [{topic, partition, start_offset, lag,
   undelivered_minutes_ago}]}]`` (absent: not read)
+- ``acls``: ``[{type, name, pattern, principal, host, operation, permission}]``, the ACL
+  bindings (defaults: type TOPIC, pattern LITERAL, host ``*``, permission ALLOW; absent:
+  not read), ``acls_unread``: why they were not read
 - ``policy``: a built-in name, an inline policy mapping, or a list of them
 - ``files``: ``{relative name: text}`` written next to the policy
 - ``producer`` / ``consumer``: ``{key: value}`` (or a list of them) written as
@@ -44,6 +47,7 @@ from kaudit.check.engine import evaluate
 from kaudit.check.findings import CheckResult, Finding
 from kaudit.check.policy.loader import load_policies
 from kaudit.cluster.model import (
+    AclBinding,
     Broker,
     ClusterSnapshot,
     ConfigSource,
@@ -103,6 +107,17 @@ def _share_groups(case: dict[str, Any]) -> tuple[ShareGroup, ...] | None:
             for s in g.get("partitions", ())),
         configs=_configs(g.get("configs"), ConfigSource.GROUP_CONFIG))
         for g in case["share_groups"])
+
+
+def acl_bindings(raw: list[dict[str, Any]] | None) -> tuple[AclBinding, ...] | None:
+    """The ACL bindings of a case (None: not read)."""
+    if raw is None:
+        return None
+    return tuple(AclBinding(
+        resource_type=a.get("type", "TOPIC"), resource_name=str(a["name"]),
+        pattern_type=a.get("pattern", "LITERAL"), principal=a["principal"],
+        host=a.get("host", "*"), operation=a["operation"],
+        permission=a.get("permission", "ALLOW")) for a in raw)
 
 
 def _configs(raw: dict[str, Any] | None, default_source: ConfigSource) -> Any:
@@ -171,6 +186,8 @@ def build_snapshot(case: dict[str, Any]) -> ClusterSnapshot:
                            unreadable=tuple(case.get("unreadable", ())),
                            offsets=_offsets(case), groups=_groups(case),
                            share_groups=_share_groups(case),
+                           acls=acl_bindings(case.get("acls")),
+                           acls_unread=case.get("acls_unread"),
                            features=None if "features" not in case else MappingProxyType(
                                {k: str(v) for k, v in case["features"].items()}))
 
