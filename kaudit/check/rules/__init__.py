@@ -18,6 +18,7 @@ from kaudit.check.rules import (
     meta,
     security,
     share,
+    tiered,
     topic,
 )
 from kaudit.check.rules.registry import (
@@ -62,5 +63,6 @@ __all__ = [
     "rule_names",
     "security",
     "share",
+    "tiered",
     "topic",
 ]
