@@ -202,7 +202,9 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
         offsets, unreadable, deadline)
     broker_configs = broker_read(deadline) or {}
     unreadable[:0] = broker_unreadable  # the brokers' first, as they were read before
-    acls, acls_unread = acl_read(deadline) or (None, f"no answer within {deadline.seconds:g}s")
+    acls, acls_unread = no_bindings_told_apart(
+        acl_read(deadline) or (None, f"no answer within {deadline.seconds:g}s"),
+        broker_configs)
     if acls_unread is not None and acls_unread != NO_AUTHORIZER:
         unreadable.append(f"the ACLs: {acls_unread}")
     return ClusterSnapshot(
@@ -253,8 +255,8 @@ def _share_groups(session: AdminSession, read: ShareGroupsRead,
         for g in read.groups)
 
 
-NO_AUTHORIZER = ("the cluster has no authorizer (Kafka answers SECURITY_DISABLED), so no ACL "
-                 "is enforced")
+NO_AUTHORIZER = ("the cluster has no authorizer (no authorizer.class.name on any broker; Kafka "
+                 "answers DescribeAcls with SECURITY_DISABLED), so no ACL is enforced")
 """Why ACLs are unread on a cluster without an authorizer: nothing to read, not a gap in
 what kaudit may see (KA503 reports the missing authorizer)."""
 
@@ -279,6 +281,30 @@ def read_acls(session: AdminSession, deadline: Deadline
         return None, f"Kafka answered {name or 'an error'}: {kafka_message(exc)}"
     except (ValueError, TypeError) as exc:  # an operation or type librdkafka has no name for
         return None, f"confluent-kafka could not decode a binding: {exc}"
+
+
+def no_bindings_told_apart(read: tuple[tuple[AclBinding, ...] | None, str | None],
+                           broker_configs: Mapping[str, ConfigMap]
+                           ) -> tuple[tuple[AclBinding, ...] | None, str | None]:
+    """An empty DescribeAcls answer, told apart by the brokers' ``authorizer.class.name``.
+
+    librdkafka (2.16) hands back no bindings, not Kafka's SECURITY_DISABLED, from a broker
+    without an authorizer (seen on the lab, where kafka-acls.sh gets the error): "none" is
+    believed only when every broker read has an authorizer."""
+    acls, unread = read
+    if acls != ():
+        return read
+    without = [b for b, configs in sorted(broker_configs.items())
+               if not ((v := configs.get("authorizer.class.name")) and (v.value or "").strip())]
+    if not broker_configs:
+        return None, ("no binding was returned, and with the brokers' configs unread kaudit "
+                      "cannot tell no ACLs from no authorizer")
+    if len(without) == len(broker_configs):
+        return None, NO_AUTHORIZER
+    if without:
+        return None, (f"no binding was returned, and broker(s) {', '.join(without)} have no "
+                      "authorizer, which answer so too")
+    return acls, unread
 
 
 def _binding(raw: Any) -> AclBinding:

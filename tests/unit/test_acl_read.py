@@ -88,3 +88,28 @@ def test_a_refusal_is_why_the_acls_are_unread(session: AdminSession, code: int,
                                               why: str) -> None:
     acls, said, _ = read(session, code)
     assert acls is None and said.startswith(why)
+
+
+def _brokers(*authorizers: str) -> dict[str, Any]:
+    from kaudit.cluster.model import ConfigSource, ConfigValue, freeze_configs
+
+    return {str(i): freeze_configs({"authorizer.class.name": ConfigValue(
+        "authorizer.class.name", a, ConfigSource.STATIC_BROKER_CONFIG if a
+        else ConfigSource.DEFAULT_CONFIG)}) for i, a in enumerate(authorizers, start=1)}
+
+
+STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def test_no_bindings_from_librdkafka_is_believed_only_where_every_broker_authorizes() -> None:
+    # librdkafka answers a broker without an authorizer with no bindings, not the error.
+    assert reader.no_bindings_told_apart(((), None), _brokers("", "")) == (
+        None, reader.NO_AUTHORIZER)
+    assert reader.no_bindings_told_apart(((), None), _brokers(STANDARD, STANDARD)) == ((), None)
+    acls, why = reader.no_bindings_told_apart(((), None), _brokers(STANDARD, ""))
+    assert acls is None and "broker(s) 2 have no authorizer" in why
+    acls, why = reader.no_bindings_told_apart(((), None), {})
+    assert acls is None and "cannot tell no ACLs from no authorizer" in why
+    some = (Binding("TOPIC", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"),)
+    assert reader.no_bindings_told_apart((some, None), {}) == (some, None)
+    assert reader.no_bindings_told_apart((None, "denied"), {}) == (None, "denied")
