@@ -166,7 +166,7 @@ def test_the_acl_rules_fire_on_exactly_the_broken_bindings(acl_lab: SecureLab,
 def test_the_labs_own_grant_to_alice_is_reported_only_when_a_policy_leaves_her_out(
         acl_lab: SecureLab, tmp_path: Path) -> None:
     assert wait_for(lambda: set(OURS) <= kafka_acls(acl_lab), 60)
-    found = _check(acl_lab, tmp_path, "  alter: [User:admin]\n")
+    found = _check(acl_lab, tmp_path, "  alter: [User:admin, User:ops]\n")
     ka509 = sorted((f["actual"], f["source"]) for f in found if f["rule"] == "KA509")
     assert ka509 == [
         ("User:alice may ALTER_CONFIGS, ALTER",
@@ -174,3 +174,5 @@ def test_the_labs_own_grant_to_alice_is_reported_only_when_a_policy_leaves_her_o
         ("User:dev may ALTER_CONFIGS",
          "User:dev ALLOW ALTER_CONFIGS on CLUSTER 'kafka-cluster' (LITERAL) from host *"),
     ], found
+    alice = next(f for f in found if f["actual"].startswith("User:alice"))
+    assert "on every topic" in alice["message"] and "acl-orders.eu" in alice["message"]
