@@ -38,6 +38,7 @@ from kaudit.cluster.model import (
 from kaudit.cluster.protocol import (
     EligibleLeaders,
     ProtocolRead,
+    describe_acls_error,
     load_kafka_python,
     read_protocol,
 )
@@ -180,7 +181,7 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
                                                      deadline))
     shares = _in_thread(lambda: read_share_groups(session.settings, brokers, deadline)) \
         if groups else None
-    acl_read = _in_thread(lambda: read_acls(session, deadline))
+    acl_read = _in_thread(lambda: read_acls(session, brokers, deadline))
     deleted: set[str] = set()
     topic_configs = _describe_configs(session, ResourceType.TOPIC, sorted(metadata.topics),
                                       unreadable, "topic", deadline, deleted)
@@ -202,9 +203,7 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
         offsets, unreadable, deadline)
     broker_configs = broker_read(deadline) or {}
     unreadable[:0] = broker_unreadable  # the brokers' first, as they were read before
-    acls, acls_unread = no_bindings_told_apart(
-        acl_read(deadline) or (None, f"no answer within {deadline.seconds:g}s"),
-        broker_configs)
+    acls, acls_unread = acl_read(deadline) or (None, f"no answer within {deadline.seconds:g}s")
     if acls_unread is not None and acls_unread != NO_AUTHORIZER:
         unreadable.append(f"the ACLs: {acls_unread}")
     return ClusterSnapshot(
@@ -255,56 +254,42 @@ def _share_groups(session: AdminSession, read: ShareGroupsRead,
         for g in read.groups)
 
 
-NO_AUTHORIZER = ("the cluster has no authorizer (no authorizer.class.name on any broker; Kafka "
-                 "answers DescribeAcls with SECURITY_DISABLED), so no ACL is enforced")
+NO_AUTHORIZER = ("the cluster has no authorizer (Kafka answers DescribeAcls with "
+                 "SECURITY_DISABLED), so no ACL is enforced")
 """Why ACLs are unread on a cluster without an authorizer: nothing to read, not a gap in
 what kaudit may see (KA503 reports the missing authorizer)."""
 
 
-def read_acls(session: AdminSession, deadline: Deadline
+def read_acls(session: AdminSession, brokers: tuple[Broker, ...], deadline: Deadline
               ) -> tuple[tuple[AclBinding, ...] | None, str | None]:
     """Every ACL binding, or None and why not: no authorizer, no DESCRIBE on the cluster,
-    no answer by the deadline, or a binding the client library cannot decode."""
+    no answer by the deadline, or a binding the client library cannot decode. No binding
+    at all is believed only once Kafka says so itself (:func:`describe_acls_error`)."""
     try:
         found = session.describe_acls(deadline.left())
-        return tuple(sorted(_binding(b) for b in found)), None
     except ConnectionFailure:
         if session.collector.fatal():
             raise
         return None, f"no answer within {deadline.seconds:g}s"
     except client.KafkaException as exc:
-        name = _error_name(exc)
-        if name == "SECURITY_DISABLED":
-            return None, NO_AUTHORIZER
-        if name == "CLUSTER_AUTHORIZATION_FAILED":
-            return None, "not authorized (DescribeAcls needs DESCRIBE on the cluster)"
-        return None, f"Kafka answered {name or 'an error'}: {kafka_message(exc)}"
+        return None, acls_refused(_error_name(exc), kafka_message(exc))
     except (ValueError, TypeError) as exc:  # an operation or type librdkafka has no name for
         return None, f"confluent-kafka could not decode a binding: {exc}"
+    if found:
+        return tuple(sorted(_binding(b) for b in found)), None
+    error, unasked = describe_acls_error(session.settings, brokers, deadline)
+    if unasked is not None:
+        return None, f"no binding was returned, and Kafka could not be asked why: {unasked}"
+    return ((), None) if error is None else (None, acls_refused(error, ""))
 
 
-def no_bindings_told_apart(read: tuple[tuple[AclBinding, ...] | None, str | None],
-                           broker_configs: Mapping[str, ConfigMap]
-                           ) -> tuple[tuple[AclBinding, ...] | None, str | None]:
-    """An empty DescribeAcls answer, told apart by the brokers' ``authorizer.class.name``.
-
-    librdkafka (2.16) hands back no bindings, not Kafka's SECURITY_DISABLED, from a broker
-    without an authorizer (seen on the lab, where kafka-acls.sh gets the error): "none" is
-    believed only when every broker read has an authorizer."""
-    acls, unread = read
-    if acls != ():
-        return read
-    without = [b for b, configs in sorted(broker_configs.items())
-               if not ((v := configs.get("authorizer.class.name")) and (v.value or "").strip())]
-    if not broker_configs:
-        return None, ("no binding was returned, and with the brokers' configs unread kaudit "
-                      "cannot tell no ACLs from no authorizer")
-    if len(without) == len(broker_configs):
-        return None, NO_AUTHORIZER
-    if without:
-        return None, (f"no binding was returned, and broker(s) {', '.join(without)} have no "
-                      "authorizer, which answer so too")
-    return acls, unread
+def acls_refused(error: str, message: str) -> str:
+    """Why the ACLs are unread, from Kafka's error for DescribeAcls."""
+    if error == "SECURITY_DISABLED":
+        return NO_AUTHORIZER
+    if error == "CLUSTER_AUTHORIZATION_FAILED":
+        return "not authorized (DescribeAcls needs DESCRIBE on the cluster)"
+    return f"Kafka answered {error or 'an error'}" + (f": {message}" if message else "")
 
 
 def _binding(raw: Any) -> AclBinding:
