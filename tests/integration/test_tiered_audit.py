@@ -68,7 +68,7 @@ def kafka_class(name: str, *args: str, check: bool = True) -> subprocess.Complet
 def kafka_configs(bootstrap: str, topic: str) -> dict[str, tuple[str, str]]:
     """(value, source) of every setting of ``topic`` as `kafka-configs.sh --describe
     --all` prints it: the source is its first synonym's (the one in force)."""
-    out = kafka_class("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap,
+    out = kafka_class("kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap,
                       "--describe", "--all", "--entity-type", "topics",
                       "--entity-name", topic).stdout
     found = {}
@@ -81,7 +81,7 @@ def kafka_configs(bootstrap: str, topic: str) -> dict[str, tuple[str, str]]:
 
 
 def alter(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return kafka_class("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
+    return kafka_class("kafka.admin.ConfigCommand", "--bootstrap-server",
                        bootstrap, "--alter", *args, check=False)
 
 
