@@ -83,12 +83,13 @@ def local_retention_exceeds_retention(topic: Topic, ctx: TopicContext) -> Iterat
       "A compacted topic has tiered storage on, which Kafka does not support.", scope="topic",
       what="Reports a topic whose `cleanup.policy` contains `compact` and whose "
            "`remote.storage.enable` is true.",
-      why="Tiered storage supports only topics with `cleanup.policy=delete`: the brokers "
+      why="Tiered storage supports only topics with `cleanup.policy=delete`: Kafka's "
+          "documentation lists compacted topics among its limitations, and the brokers "
           "refuse `remote.storage.enable=true` on a compacted topic (\"Remote log storage "
-          "only supports topics with cleanup.policy=delete\"). A topic that holds both got "
-          "there through an inherited default or an older broker; compaction does not "
-          "apply to what was copied to remote storage, so the topic keeps neither the "
-          "guarantees of a compacted topic nor those of a tiered one.",
+          "only supports topics with cleanup.policy=delete\", seen on the lab). A topic that "
+          "holds both got there through an inherited default or an older broker, and runs "
+          "in a combination Kafka neither supports nor tests: what it keeps of each key is "
+          "no longer what compaction promises.",
       example="`cleanup.policy=compact,delete` with `remote.storage.enable=true`.",
       fix="Keep the compacted topic local (`remote.storage.enable=false` with "
           "`remote.log.delete.on.disable=true`, after copying what remote storage holds "
