@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,11 @@ TIERED_NAMES = ("remote.storage.enable", "retention.ms", "local.retention.ms",
 """The topic settings the tiered-storage rules read."""
 WEEK_MS = 604_800_000
 DAY_MS = 86_400_000
+RUN = uuid.uuid4().hex[:6]
+"""Our topics' names end with it: a lab used again (KAUDIT_TEST_TIERED_BOOTSTRAP) keeps
+the topics of earlier runs, which these tests leave alone."""
+GOOD, ARMED, INHERITS = f"ts-good-{RUN}", f"ts-armed-{RUN}", f"ts-inherits-{RUN}"
+METADATA_TOPIC = "__remote_log_metadata"
 
 
 @pytest.fixture(scope="module")
@@ -99,22 +105,22 @@ def tiered_topics(tiered_lab: str) -> Iterator[str]:
     retention (KA111, through a cluster-wide default changed after it was created: Kafka
     refuses it on the topic itself)."""
     made = [
-        create(tiered_lab, "ts-good", "remote.storage.enable=true",
+        create(tiered_lab, GOOD, "remote.storage.enable=true",
                f"retention.ms={WEEK_MS}", f"local.retention.ms={DAY_MS}"),
         # With copying off, Kafka wants the local retention to be the whole retention.
-        create(tiered_lab, "ts-armed", "remote.storage.enable=true",
+        create(tiered_lab, ARMED, "remote.storage.enable=true",
                f"retention.ms={WEEK_MS}", f"local.retention.ms={WEEK_MS}",
                "remote.log.copy.disable=true", "remote.log.delete.on.disable=true"),
-        create(tiered_lab, "ts-inherits", "remote.storage.enable=true",
+        create(tiered_lab, INHERITS, "remote.storage.enable=true",
                f"retention.ms={DAY_MS}"),
     ]
     for run in made:
-        assert run.returncode == 0 or "already exists" in run.stderr, run.stderr
+        assert run.returncode == 0, run.stdout + run.stderr
     default = alter(tiered_lab, "--entity-type", "brokers", "--entity-default",
                     "--add-config", f"log.local.retention.ms={WEEK_MS}")
     assert default.returncode == 0, default.stderr
     try:
-        assert wait_for(lambda: kafka_configs(tiered_lab, "ts-inherits")[
+        assert wait_for(lambda: kafka_configs(tiered_lab, INHERITS)[
             "local.retention.ms"][0] == str(WEEK_MS), 60)
         yield tiered_lab
     finally:
@@ -133,7 +139,7 @@ def snapshot(bootstrap: str, tmp_path: Path) -> dict[str, Any]:
 def test_kaudit_reads_each_tiered_topics_settings_as_kafka_configs_prints_them(
         tiered_topics: str, tmp_path: Path) -> None:
     doc = snapshot(tiered_topics, tmp_path)
-    for name in ("ts-good", "ts-armed", "ts-inherits", "__remote_log_metadata"):
+    for name in (GOOD, ARMED, INHERITS, METADATA_TOPIC):
         theirs = kafka_configs(tiered_topics, name)
         ours = next(t for t in doc["topics"] if t["name"] == name)["configs"]
         for key in (*TIERED_NAMES, "min.insync.replicas"):
@@ -144,7 +150,7 @@ def test_kaudit_reads_each_tiered_topics_settings_as_kafka_configs_prints_them(
 
 
 def test_kafka_refuses_a_compacted_tiered_topic_as_ka112_says(tiered_topics: str) -> None:
-    refused = create(tiered_topics, "ts-compacted", "remote.storage.enable=true",
+    refused = create(tiered_topics, f"ts-compacted-{RUN}", "remote.storage.enable=true",
                      "cleanup.policy=compact")
     assert refused.returncode != 0
     assert "only supports topics with cleanup.policy=delete" in refused.stdout + refused.stderr
@@ -153,16 +159,18 @@ def test_kafka_refuses_a_compacted_tiered_topic_as_ka112_says(tiered_topics: str
 def test_the_tiered_rules_fire_on_exactly_the_broken_topics(tiered_topics: str) -> None:
     run = run_kaudit("check", "-b", tiered_topics, "--exit-zero", "-f", "json")
     assert run.code == 0, run.stderr
+    ours = (GOOD, ARMED, INHERITS, METADATA_TOPIC)
     found = [(f["rule"], f["subject"]["name"]) for f in json.loads(run.stdout)["findings"]
-             if f["rule"] in ("KA111", "KA112", "KA113", "KA114", "KA320", "KA321")]
-    # ts-inherits breaks KA111 for ms only; the lab creates __remote_log_metadata with
+             if f["rule"] in ("KA111", "KA112", "KA113", "KA114", "KA320", "KA321")
+             and f["subject"]["name"] in ours]
+    # INHERITS breaks KA111 for ms only; the lab creates __remote_log_metadata with
     # three replicas and min.insync.replicas 2.
-    assert sorted(found) == [("KA111", "ts-inherits"), ("KA113", "ts-armed")], found
+    assert sorted(found) == [("KA111", INHERITS), ("KA113", ARMED)], found
 
 
 def test_ka321_fires_when_remote_log_metadata_accepts_one_acknowledgement(
         tiered_topics: str) -> None:
-    topic = "__remote_log_metadata"
+    topic = METADATA_TOPIC
     lowered = alter(tiered_topics, "--entity-type", "topics", "--entity-name", topic,
                     "--add-config", "min.insync.replicas=1")
     assert lowered.returncode == 0, lowered.stderr
