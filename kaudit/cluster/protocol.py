@@ -263,15 +263,17 @@ def describe_acls_error(settings: ConnectionSettings, brokers: Sequence[Broker],
     whys = []
     for broker in brokers:
         client = None
+        # A frozen broker must leave time to ask the next one.
+        each = Deadline(deadline.slice(max(2.0, deadline.seconds / 4)))
         try:
-            client = client_of(broker, config, deadline)
+            client = client_of(broker, config, each)
             response = send_to(client, broker.id, DescribeAclsRequest(
                 resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
                 principal_filter=None, host_filter=None, operation=1, permission_type=1),
-                deadline)  # 1 is ANY for the type, the pattern, the operation, the permission
+                each)  # 1 is ANY for the type, the pattern, the operation, the permission
             return (error_name(response.error_code) if response.error_code else None), None
         except Exception as exc:
-            whys.append(why_not_read(exc, broker, deadline))
+            whys.append(why_not_read(exc, broker, each))
             if deadline.expired():
                 break
         finally:
