@@ -89,7 +89,7 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
                     run(rule, check(topic, TopicContext(snapshot, default)))
         elif rule.scope == "cluster" and policies.rule_enabled(rule.id, default):
             run(rule, cast(ClusterCheck, rule.check)(ClusterContext(
-                snapshot, default, transactional)))
+                snapshot, default, transactional, policies.acls)))
         elif rule.scope == "policy" and policies.rule_enabled(rule.id):
             run(rule, cast(PolicyCheck, rule.check)(PolicyContext(policies, today)))
 
@@ -120,7 +120,8 @@ def evaluate(snapshot: ClusterSnapshot, policies: PolicySet,
                        cluster_id=snapshot.cluster_id, features=snapshot.features,
                        features_unread=snapshot.features_unread,
                        elr_unread=snapshot.elr_unread,
-                       quorum_unread=snapshot.quorum_unread)
+                       quorum_unread=snapshot.quorum_unread,
+                       acls_unread=snapshot.acls_unread)
 
 
 def _bindings(policies: PolicySet, producers: Sequence[ClientConfig],

@@ -142,6 +142,8 @@ class CheckResult:
     quorum_unread: str | None = None
     """Why the controller quorum was not read, when a live cluster's (or a snapshot's) was
     not: the quorum rules (KA312-KA315) then said nothing."""
+    acls_unread: str | None = None
+    """Why the ACL bindings were not read, when they were not (the ACL rules then skip)."""
 
     def counts(self) -> dict[str, int]:
         """Unwaived findings per severity, as the JSON ``summary`` has them."""

@@ -355,6 +355,19 @@ class AdminSession:
         except KafkaException as exc:
             raise self.unreachable(exc) from None
 
+    def describe_acls(self, within: float) -> list[Any]:
+        """Every ACL binding (DescribeAcls matching any), as confluent-kafka's AclBinding,
+        within ``within`` seconds. Kafka's refusal is raised as its KafkaException
+        (SECURITY_DISABLED: no authorizer; CLUSTER_AUTHORIZATION_FAILED: no DESCRIBE on the
+        cluster); no answer in time is exit 3, as for any admin wait."""
+        from confluent_kafka import admin as kafka
+
+        any_filter: Any = kafka.AclBindingFilter  # typed str, but None matches any name
+        match_any = any_filter(kafka.ResourceType.ANY, None, kafka.ResourcePatternType.ANY,
+                               None, None, kafka.AclOperation.ANY, kafka.AclPermissionType.ANY)
+        future = self.admin.describe_acls(match_any, request_timeout=max(1.0, within))
+        return list(self.outcome(future, max(1.0, within) + 1))
+
     def broker_values(self, names: tuple[str, ...]) -> dict[str, str]:
         """Some settings of one broker, for checks made before a run: best effort, so a
         principal that may not describe broker configs gets {} rather than an error."""

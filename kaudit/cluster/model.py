@@ -9,11 +9,19 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from enum import StrEnum
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
+from kaudit.cluster.acl import AclBinding as AclBinding  # the snapshot's, re-exported
+from kaudit.cluster.acl import acl_from_dict, acl_to_dict
+
+# The config value model is the snapshot's too; re-exported for the modules that read it here.
+from kaudit.cluster.config_values import ConfigMap as ConfigMap
+from kaudit.cluster.config_values import ConfigSource as ConfigSource
+from kaudit.cluster.config_values import ConfigValue as ConfigValue
+from kaudit.cluster.config_values import config_from_dict, config_to_dict
+from kaudit.cluster.config_values import freeze_configs as freeze_configs
 from kaudit.cluster.quorum import (
     QuorumState,
     quorum_from_dict,
@@ -22,6 +30,8 @@ from kaudit.cluster.quorum import (
 )
 
 SNAPSHOT_SCHEMA = "kaudit.snapshot/v1"
+
+ACLS_NOT_IN_SNAPSHOT = "the snapshot was taken before kaudit read ACLs"
 
 TOPIC_NAME_MAX = 249
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]+")
@@ -42,54 +52,6 @@ def topic_name_problem(name: str) -> str | None:
         return (f"{name!r} has characters Kafka does not allow in a topic name ({bad!r}); "
                 "it allows letters, digits, '.', '_' and '-'")
     return None
-
-
-class ConfigSource(StrEnum):
-    """Where an effective configuration value came from (Kafka's ConfigSource names)."""
-
-    DYNAMIC_TOPIC_CONFIG = "DYNAMIC_TOPIC_CONFIG"
-    DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
-    DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
-    STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
-    DEFAULT_CONFIG = "DEFAULT_CONFIG"
-    DYNAMIC_BROKER_LOGGER_CONFIG = "DYNAMIC_BROKER_LOGGER_CONFIG"
-    GROUP_CONFIG = "GROUP_CONFIG"
-    """Set on a group (kafka-configs.sh --entity-type groups)."""
-    UNKNOWN_CONFIG = "UNKNOWN_CONFIG"
-    MANIFEST = "MANIFEST"
-    """Declared in a manifest (e.g. a Strimzi KafkaTopic) that is not applied yet."""
-    CLIENT_CONFIG = "CLIENT_CONFIG"
-    """Set in a client configuration file."""
-    CLIENT_DEFAULT = "CLIENT_DEFAULT"
-    """Not set in the client file; the client library's default applies."""
-
-    @property
-    def is_default(self) -> bool:
-        """True when nobody chose this value for the topic itself (it was inherited)."""
-        return self is not ConfigSource.DYNAMIC_TOPIC_CONFIG and self is not ConfigSource.MANIFEST
-
-
-@dataclass(frozen=True)
-class ConfigValue:
-    """One effective configuration entry."""
-
-    name: str
-    value: str | None
-    """The value as Kafka reports it (strings); None when unset or hidden."""
-    source: ConfigSource
-    sensitive: bool = False
-    """Kafka marks passwords and keys sensitive; their values are never stored."""
-    broker: int | None = None
-    """The broker this value is the setting of, when the brokers disagree on it and one
-    broker's value stands for all (:meth:`ClusterSnapshot.broker_config`); else None."""
-
-
-ConfigMap = Mapping[str, ConfigValue]
-
-
-def freeze_configs(entries: Mapping[str, ConfigValue]) -> ConfigMap:
-    """An immutable view of a config mapping."""
-    return MappingProxyType(dict(entries))
 
 
 @dataclass(frozen=True)
@@ -285,6 +247,10 @@ class ClusterSnapshot:
     """The KRaft controller quorum (DescribeQuorum); None when it was not read."""
     quorum_unread: str | None = None
     """Why the quorum was not read (not authorized, no answer, an older snapshot)."""
+    acls: tuple[AclBinding, ...] | None = None
+    """Every ACL binding (DescribeAcls); None when they were not read."""
+    acls_unread: str | None = None
+    """Why the ACLs were not read (denied, no authorizer, an older snapshot)."""
 
     def feature_level(self, name: str) -> int | None:
         """A numeric feature's finalized level: 0 when the cluster has not finalized it,
@@ -346,23 +312,6 @@ class ClusterSnapshot:
         return {(o.topic, o.partition): o for o in self.offsets}
 
 
-def _config_to_dict(cfg: ConfigMap) -> dict[str, Any]:
-    return {
-        name: {"value": None if c.sensitive else c.value, "source": c.source.value,
-               **({"sensitive": True} if c.sensitive else {})}
-        for name, c in sorted(cfg.items())
-    }
-
-
-def _config_from_dict(raw: Mapping[str, Any]) -> ConfigMap:
-    return freeze_configs({
-        name: ConfigValue(name=name, value=entry.get("value"),
-                          source=ConfigSource(entry.get("source", "UNKNOWN_CONFIG")),
-                          sensitive=bool(entry.get("sensitive", False)))
-        for name, entry in raw.items()
-    })
-
-
 def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
     """The ``kaudit.snapshot/v1`` JSON document (sensitive values dropped)."""
     return {
@@ -374,14 +323,14 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
         "unreadable": list(snap.unreadable),
         "brokers": [{"id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
                     for b in snap.brokers],
-        "broker_configs": {str(bid): _config_to_dict(cfg)
+        "broker_configs": {str(bid): config_to_dict(cfg)
                            for bid, cfg in sorted(snap.broker_configs.items())},
         "topics": [{
             "name": t.name,
             "internal": t.internal,
             "partition_count": t.partition_count,
             "replication_factor": t.replication_factor,
-            "configs": _config_to_dict(t.configs),
+            "configs": config_to_dict(t.configs),
             "partitions": [{"partition": p.partition, "leader": p.leader,
                             "replicas": list(p.replicas), "isr": list(p.isr),
                             "elr": _ids_or_none(p.elr),
@@ -404,6 +353,8 @@ def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
             _share_group_to_dict(g) for g in snap.share_groups],
         "quorum": None if snap.quorum is None else quorum_to_dict(snap.quorum),
         "quorum_unread": snap.quorum_unread,
+        "acls": None if snap.acls is None else [acl_to_dict(a) for a in snap.acls],
+        "acls_unread": snap.acls_unread,
     }
 
 
@@ -419,7 +370,7 @@ def _share_group_to_dict(g: ShareGroup) -> dict[str, Any]:
                         "start_offset": s.start_offset, "leader_epoch": s.leader_epoch,
                         "lag": s.lag, "undelivered_since_ms": s.undelivered_since_ms}
                        for s in g.partitions],
-        "configs": _config_to_dict(g.configs), "unread": g.unread}
+        "configs": config_to_dict(g.configs), "unread": g.unread}
 
 
 def _share_group_from_dict(g: Mapping[str, Any]) -> ShareGroup:
@@ -438,7 +389,7 @@ def _share_group_from_dict(g: Mapping[str, Any]) -> ShareGroup:
             leader_epoch=s.get("leader_epoch"), lag=s.get("lag"),
             undelivered_since_ms=s.get("undelivered_since_ms"))
             for s in g.get("partitions", ())),
-        configs=_config_from_dict(g.get("configs", {})), unread=g.get("unread"))
+        configs=config_from_dict(g.get("configs", {})), unread=g.get("unread"))
 
 
 def _ids_or_none(ids: tuple[int, ...] | None) -> list[int] | None:
@@ -464,13 +415,13 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
         unreadable=tuple(raw.get("unreadable", ())),
         brokers=tuple(Broker(id=int(b["id"]), host=b["host"], port=int(b["port"]),
                              rack=b.get("rack")) for b in raw["brokers"]),
-        broker_configs=MappingProxyType({int(bid): _config_from_dict(cfg)
+        broker_configs=MappingProxyType({int(bid): config_from_dict(cfg)
                                          for bid, cfg in raw["broker_configs"].items()}),
         topics=tuple(Topic(
             name=t["name"], internal=bool(t["internal"]),
             partition_count=int(t["partition_count"]),
             replication_factor=int(t["replication_factor"]),
-            configs=_config_from_dict(t["configs"]),
+            configs=config_from_dict(t["configs"]),
             partitions=tuple(PartitionState(partition=int(p["partition"]), leader=p["leader"],
                                             replicas=tuple(p["replicas"]), isr=tuple(p["isr"]),
                                             elr=_ids_from(p.get("elr")),
@@ -497,4 +448,7 @@ def snapshot_from_dict(raw: Mapping[str, Any], origin: str) -> ClusterSnapshot:
             _share_group_from_dict(g) for g in raw["share_groups"]),
         quorum=None if raw.get("quorum") is None else quorum_from_dict(raw["quorum"]),
         quorum_unread=quorum_unread_of(raw),
+        acls=None if raw.get("acls") is None else tuple(
+            acl_from_dict(a) for a in raw["acls"]),
+        acls_unread=raw.get("acls_unread") if "acls" in raw else ACLS_NOT_IN_SNAPSHOT,
     )

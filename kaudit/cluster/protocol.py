@@ -246,6 +246,43 @@ def _describe_partitions(client: Any, node_id: int, topics: Sequence[str],
                         partition_index=response.next_cursor.partition_index)
 
 
+def describe_acls_error(settings: ConnectionSettings, brokers: Sequence[Broker],
+                        deadline: Deadline) -> tuple[str | None, str | None]:
+    """Kafka's own answer to DescribeAcls (any binding): ``(error name, None)``, ``(None,
+    None)`` when it answered without an error, or ``(None, why)`` when no broker answered.
+
+    librdkafka (2.16) hands back no bindings both when there are none and when Kafka refuses
+    (SECURITY_DISABLED without an authorizer, CLUSTER_AUTHORIZATION_FAILED without DESCRIBE
+    on the cluster): an empty answer is asked again here, where the error code is kept."""
+    from kafka.protocol.admin import DescribeAclsRequest
+
+    try:
+        config = kafka_python_config(settings)
+    except (InputError, ImportError, OSError) as exc:
+        return None, redact(str(exc))
+    whys = []
+    for broker in brokers:
+        client = None
+        # A frozen broker must leave time to ask the next one.
+        each = Deadline(deadline.slice(max(2.0, deadline.seconds / 4)))
+        try:
+            client = client_of(broker, config, each)
+            response = send_to(client, broker.id, DescribeAclsRequest(
+                resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                principal_filter=None, host_filter=None, operation=1, permission_type=1),
+                each)  # 1 is ANY for the type, the pattern, the operation, the permission
+            return (error_name(response.error_code) if response.error_code else None), None
+        except Exception as exc:
+            whys.append(why_not_read(exc, broker, each))
+            if deadline.expired():
+                break
+        finally:
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close()
+    return None, "; ".join(whys) or "no broker is registered"
+
+
 def error_name(code: int) -> str:
     """Kafka's name of a protocol error code (``NOT_COORDINATOR``...)."""
     from kafka.errors import for_code

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from kaudit.cluster import client
 from kaudit.cluster.client import AdminSession, kafka_message
 from kaudit.cluster.model import (
+    AclBinding,
     Broker,
     ClusterSnapshot,
     ConfigMap,
@@ -38,6 +39,7 @@ from kaudit.cluster.model import (
 from kaudit.cluster.protocol import (
     EligibleLeaders,
     ProtocolRead,
+    describe_acls_error,
     load_kafka_python,
     read_protocol,
 )
@@ -183,6 +185,7 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
                                                      deadline))
     shares = _in_thread(lambda: read_share_groups(session.settings, brokers, deadline)) \
         if groups else None
+    acl_read = _in_thread(lambda: read_acls(session, brokers, deadline))
     deleted: set[str] = set()
     topic_configs = _describe_configs(session, ResourceType.TOPIC, sorted(metadata.topics),
                                       unreadable, "topic", deadline, deleted)
@@ -207,6 +210,9 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
     if quorum.unread == NOT_AUTHORIZED:  # missing ACLs are KA002's to report
         unreadable.append(f"the controller quorum ({NOT_AUTHORIZED})")
     unreadable[:0] = broker_unreadable  # the brokers' first, as they were read before
+    acls, acls_unread = acl_read(deadline) or (None, f"no answer within {deadline.seconds:g}s")
+    if acls_unread is not None and acls_unread != NO_AUTHORIZER:
+        unreadable.append(f"the ACLs: {acls_unread}")
     return ClusterSnapshot(
         cluster_id=cluster_id,
         controller_id=controller_id,
@@ -225,6 +231,8 @@ def _read(session: AdminSession, groups: bool) -> ClusterSnapshot:
         share_groups=share_groups,
         quorum=quorum.quorum,
         quorum_unread=quorum.unread,
+        acls=acls,
+        acls_unread=acls_unread,
     )
 
 
@@ -253,6 +261,53 @@ def _share_groups(session: AdminSession, read: ShareGroupsRead,
                                  else since.get((s.topic, s.partition, s.start_offset)))
                          for s in g.partitions))
         for g in read.groups)
+
+
+NO_AUTHORIZER = ("the cluster has no authorizer (Kafka answers DescribeAcls with "
+                 "SECURITY_DISABLED), so no ACL is enforced")
+"""Why ACLs are unread on a cluster without an authorizer: nothing to read, not a gap in
+what kaudit may see (KA503 reports the missing authorizer)."""
+
+
+def read_acls(session: AdminSession, brokers: tuple[Broker, ...], deadline: Deadline
+              ) -> tuple[tuple[AclBinding, ...] | None, str | None]:
+    """Every ACL binding, or None and why not: no authorizer, no DESCRIBE on the cluster,
+    no answer by the deadline, or a binding the client library cannot decode. No binding
+    at all is believed only once Kafka says so itself (:func:`describe_acls_error`)."""
+    try:
+        found = session.describe_acls(deadline.left())
+    except ConnectionFailure:
+        if session.collector.fatal():
+            raise
+        return None, f"no answer within {deadline.seconds:g}s"
+    except client.KafkaException as exc:
+        return None, acls_refused(_error_name(exc), kafka_message(exc))
+    except (ValueError, TypeError) as exc:  # an operation or type librdkafka has no name for
+        return None, f"confluent-kafka could not decode a binding: {exc}"
+    if found:
+        return tuple(sorted(_binding(b) for b in found)), None
+    error, unasked = describe_acls_error(session.settings, brokers, deadline)
+    if unasked is not None:
+        return None, f"no binding was returned, and Kafka could not be asked why: {unasked}"
+    return ((), None) if error is None else (None, acls_refused(error, ""))
+
+
+def acls_refused(error: str, message: str) -> str:
+    """Why the ACLs are unread, from Kafka's error for DescribeAcls."""
+    if error == "SECURITY_DISABLED":
+        return NO_AUTHORIZER
+    if error == "CLUSTER_AUTHORIZATION_FAILED":
+        return "not authorized (DescribeAcls needs DESCRIBE on the cluster)"
+    return f"Kafka answered {error or 'an error'}" + (f": {message}" if message else "")
+
+
+def _binding(raw: Any) -> AclBinding:
+    # confluent-kafka calls the cluster resource BROKER; Kafka's tools call it CLUSTER.
+    rtype = raw.restype.name
+    return AclBinding(resource_type="CLUSTER" if rtype == "BROKER" else rtype,
+                      resource_name=raw.name, pattern_type=raw.resource_pattern_type.name,
+                      principal=raw.principal, host=raw.host, operation=raw.operation.name,
+                      permission=raw.permission_type.name)
 
 
 def _in_thread(read: Callable[[], T]) -> Callable[[Deadline], T | None]:

@@ -23,7 +23,9 @@ from kaudit.check.clients import LIBRARIES, ROLES, Role, load_client_config
 from kaudit.check.findings import Severity
 from kaudit.check.policy.builtin import builtin_names, builtin_path
 from kaudit.check.policy.model import (
+    ACL_OPERATIONS,
     THRESHOLD_NAMES,
+    AclAllowList,
     ClientBinding,
     Policy,
     PolicySet,
@@ -38,7 +40,7 @@ from kaudit.errors import InputError
 from kaudit.yamlnodes import NodeReader, compose_text, did_you_mean, read_text
 
 POLICY_KEYS = ("name", "description", "extends", "thresholds", "profiles", "topics", "rules",
-               "disable", "waivers", "clients")
+               "disable", "waivers", "clients", "acls")
 PROFILE_KEYS = ("extends", "description", "thresholds", "disable")
 SELECTOR_KEYS = ("match", "regex", "exclude", "profile", "skip")
 RULE_KEYS = ("severity", "enabled")
@@ -161,10 +163,11 @@ class _Loader:
         clients: tuple[ClientBinding, ...] = ()
         if (node := value("clients")) is not None:
             clients = self._clients(reader, node)
+        acls = AclAllowList() if (node := value("acls")) is None else _acls(reader, node)
         return Policy(name=name, path=label, description=description, extends=extends,
                       threshold_overrides=overrides, profiles=MappingProxyType(profiles),
                       selectors=selectors, rules=MappingProxyType(rules), disabled=disabled,
-                      waivers=waivers, clients=clients)
+                      waivers=waivers, clients=clients, acls=acls)
 
     def _profile_ref(self, reader: NodeReader, node: Node, local: Mapping[str, Profile],
                      what: str) -> Profile:
@@ -338,3 +341,21 @@ class _Loader:
                                      origin=f"{reader.path}:{item.start_mark.line + 1}"))
         return tuple(out)
 
+
+
+def _acls(reader: NodeReader, node: Node) -> AclAllowList:
+    """``acls: {alter: [PRINCIPAL...], delete: [...], write: [...]}``: principal globs, each
+    ``Type:name`` as Kafka writes principals (``User:alice``, ``User:ops-*``)."""
+    principals: dict[str, tuple[str, ...]] = {}
+    origins: dict[str, str] = {}
+    for key, (key_node, body) in reader.mapping(node, "acls", tuple(ACL_OPERATIONS)).items():
+        found: list[str] = []
+        for principal, item in reader.text_list(body, f"acls.{key}", allow_empty=True):
+            kind, sep, who = principal.partition(":")
+            if not (sep and kind.strip() and who.strip()):
+                raise reader.fail(item, f"acls.{key}: '{principal}' is not a principal",
+                                  hint=f"write it as Kafka does: User:{who or kind or 'NAME'}")
+            found.append(principal)
+        principals[key] = tuple(found)
+        origins[key] = f"{reader.path}:{key_node.start_mark.line + 1}"
+    return AclAllowList(MappingProxyType(principals), MappingProxyType(origins))

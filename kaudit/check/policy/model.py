@@ -204,6 +204,40 @@ class ClientBinding:
         return not self.topics or any(fnmatch.fnmatchcase(topic, g) for g in self.topics)
 
 
+ACL_OPERATIONS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "alter": ("ALTER_CONFIGS", "ALTER"),
+    "delete": ("DELETE",),
+    "write": ("WRITE",),
+})
+"""The keys of a policy's ``acls:`` and the Kafka operations each one names: what can
+weaken a topic's durability or the cluster's (change configs, grant ACLs, add
+partitions), remove acknowledged records (DeleteTopics, DeleteRecords), or write."""
+
+
+@dataclass(frozen=True)
+class AclAllowList:
+    """Which principals a policy lets hold each group of operations (``acls:``)."""
+
+    principals: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
+    """Principal globs (``User:ops-*``) by key of :data:`ACL_OPERATIONS`; a key the
+    policies leave out is not judged."""
+    origins: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """``file:line`` of each key, for findings."""
+
+    def allows(self, key: str, principal: str) -> bool | None:
+        """Whether ``principal`` may hold ``key``'s operations; None when no policy says."""
+        globs = self.principals.get(key)
+        if globs is None:
+            return None
+        return any(fnmatch.fnmatchcase(principal, g) for g in globs)
+
+    def over(self, earlier: AclAllowList) -> AclAllowList:
+        """This list layered over ``earlier``: key by key, this one wins."""
+        return AclAllowList(MappingProxyType({**earlier.principals, **self.principals}),
+                            MappingProxyType({**earlier.origins, **self.origins}))
+
+
 @dataclass(frozen=True)
 class RuleSetting:
     """What a policy says about one rule."""
@@ -233,6 +267,8 @@ class Policy:
     """Rule ids from ``disable:``."""
     waivers: tuple[Waiver, ...] = ()
     clients: tuple[ClientBinding, ...] = ()
+    acls: AclAllowList = field(default_factory=AclAllowList)
+    """Who may hold which durability-weakening ACLs (``acls:``)."""
 
     @property
     def is_builtin(self) -> bool:
@@ -260,6 +296,8 @@ class PolicySet:
     """Rule ids switched off for everything."""
     waivers: tuple[Waiver, ...]
     clients: tuple[ClientBinding, ...]
+    acls: AclAllowList = field(default_factory=AclAllowList)
+    """The policies' ``acls:`` layered key by key, later winning."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -321,6 +359,9 @@ def layer(policies: list[Policy], fallback: Profile) -> PolicySet:
             elif setting.enabled is False:
                 disabled.add(rule)
     selectors = tuple(s for policy in reversed(policies) for s in policy.selectors)
+    acls = AclAllowList()
+    for policy in policies:
+        acls = policy.acls.over(acls)
     return PolicySet(
         policies=tuple(policies),
         default_profile=default,
@@ -329,4 +370,5 @@ def layer(policies: list[Policy], fallback: Profile) -> PolicySet:
         disabled=frozenset(disabled),
         waivers=tuple(w for p in policies for w in p.waivers),
         clients=tuple(c for p in policies for c in p.clients),
+        acls=acls,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kaudit.check.rules import (
+    acls,
     client,
     cluster,
     drift,
@@ -19,6 +20,7 @@ from kaudit.check.rules import (
     quorum,
     security,
     share,
+    tiered,
     topic,
 )
 from kaudit.check.rules.registry import (
@@ -51,6 +53,7 @@ __all__ = [
     "Rule",
     "RuleDoc",
     "Violation",
+    "acls",
     "all_rules",
     "client",
     "cluster",
@@ -64,5 +67,6 @@ __all__ = [
     "rule_names",
     "security",
     "share",
+    "tiered",
     "topic",
 ]

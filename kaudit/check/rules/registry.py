@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from types import MappingProxyType
 from typing import Literal, TypeVar
 
 from kaudit.check.clients import ClientConfig
 from kaudit.check.findings import RuleInfo, Severity, Subject
-from kaudit.check.policy.model import PolicySet, Profile, Thresholds
+from kaudit.check.policy.model import AclAllowList, PolicySet, Profile, Thresholds
 from kaudit.cluster.model import ClusterSnapshot, Topic
 
 Scope = Literal["topic", "cluster", "client", "pair", "policy"]
@@ -80,6 +80,8 @@ class ClusterContext:
     """The default profile (thresholds for broker defaults and internal topics)."""
     transactional_topics: tuple[str, ...] = ()
     """Audited topics whose profile demands transactional producers."""
+    acl_allow: AclAllowList = field(default_factory=AclAllowList)
+    """Who the policies let hold durability-weakening ACLs (``acls:``)."""
 
     @property
     def thresholds(self) -> Thresholds:

@@ -177,6 +177,8 @@ def check_page(document: Mapping[str, Any]) -> str:
         lines.append(f"eligible leader replicas: not read ({document['elr_unread']})")
     if document.get("quorum_unread"):
         lines.append(f"controller quorum: not read ({document['quorum_unread']})")
+    if document.get("acls_unread"):
+        lines.append(f"ACLs: not read ({document['acls_unread']})")
     # The sentence first; the policies and features on a line under it (a <pre> of them
     # ran off the page's side).
     return page(title, check_verdict(document), "",

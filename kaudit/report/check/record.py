@@ -103,6 +103,7 @@ class CheckDocument(TypedDict):
     features_unread: str | None
     elr_unread: str | None
     quorum_unread: str | None
+    acls_unread: str | None
 
 
 def finding_record(finding: Finding) -> FindingRecord:
@@ -156,6 +157,7 @@ def check_document(result: CheckResult) -> CheckDocument:
         "features_unread": result.features_unread,
         "elr_unread": result.elr_unread,
         "quorum_unread": result.quorum_unread,
+        "acls_unread": result.acls_unread,
     }
 
 
@@ -297,6 +299,7 @@ def redacted_result(result: CheckResult) -> CheckResult:
         features_unread=maybe(result.features_unread),
         elr_unread=maybe(result.elr_unread),
         quorum_unread=maybe(result.quorum_unread),
+        acls_unread=maybe(result.acls_unread),
     )
 
 

@@ -249,6 +249,8 @@ def render_table(result: CheckResult, options: RenderOptions) -> str:
         headings.append(f"eligible leader replicas: not read ({result.elr_unread})")
     if result.quorum_unread:
         headings.append(f"controller quorum: not read ({result.quorum_unread})")
+    if result.acls_unread:
+        headings.append(f"ACLs: not read ({result.acls_unread})")
     if options.width is not None:
         headings = [wrap(h, options.width, indent="  ") for h in headings]
     lines = [*headings, ""]

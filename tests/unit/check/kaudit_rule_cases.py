@@ -24,6 +24,9 @@ holds a snapshot fragment plus optional policy and client configs:
   caught_up_seconds_ago}]}`` (absent: not read); a voter given by id alone holds the
   leader's whole log as of the snapshot's time; ``log_end_offset: null`` with no
   ``caught_up_seconds_ago`` is a voter the leader never heard from
+- ``acls``: ``[{type, name, pattern, principal, host, operation, permission}]``, the ACL
+  bindings (defaults: type TOPIC, pattern LITERAL, host ``*``, permission ALLOW; absent:
+  not read), ``acls_unread``: why they were not read
 - ``policy``: a built-in name, an inline policy mapping, or a list of them
 - ``files``: ``{relative name: text}`` written next to the policy
 - ``producer`` / ``consumer``: ``{key: value}`` (or a list of them) written as
@@ -48,6 +51,7 @@ from kaudit.check.engine import evaluate
 from kaudit.check.findings import CheckResult, Finding
 from kaudit.check.policy.loader import load_policies
 from kaudit.cluster.model import (
+    AclBinding,
     Broker,
     ClusterSnapshot,
     ConfigSource,
@@ -127,6 +131,15 @@ def _quorum(case: dict[str, Any]) -> QuorumState | None:
     return QuorumState(leader_id=raw.get("leader", 100), leader_epoch=int(raw.get("epoch", 1)),
                        high_watermark=end, voters=tuple(voter(v) for v in raw["voters"]),
                        answered_by=1)
+def acl_bindings(raw: list[dict[str, Any]] | None) -> tuple[AclBinding, ...] | None:
+    """The ACL bindings of a case (None: not read)."""
+    if raw is None:
+        return None
+    return tuple(AclBinding(
+        resource_type=a.get("type", "TOPIC"), resource_name=str(a["name"]),
+        pattern_type=a.get("pattern", "LITERAL"), principal=a["principal"],
+        host=a.get("host", "*"), operation=a["operation"],
+        permission=a.get("permission", "ALLOW")) for a in raw)
 
 
 def _configs(raw: dict[str, Any] | None, default_source: ConfigSource) -> Any:
@@ -195,6 +208,8 @@ def build_snapshot(case: dict[str, Any]) -> ClusterSnapshot:
                            unreadable=tuple(case.get("unreadable", ())),
                            offsets=_offsets(case), groups=_groups(case),
                            share_groups=_share_groups(case), quorum=_quorum(case),
+                           acls=acl_bindings(case.get("acls")),
+                           acls_unread=case.get("acls_unread"),
                            features=None if "features" not in case else MappingProxyType(
                                {k: str(v) for k, v in case["features"].items()}))
 

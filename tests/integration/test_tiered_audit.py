@@ -1,0 +1,185 @@
+"""Tiered storage (KIP-405) as kaudit reads and judges it, on a lab whose brokers run it
+(`kaudit lab up --tiered-storage`: Kafka's LocalTieredStorage), against what Kafka's own
+ConfigCommand (`kafka-configs.sh --describe --all`) prints for each tiered topic; the
+tiered-storage rules fire on the topics set up to break them and not on the others.
+
+Without a lab that has ``--tiered-storage`` these tests are skipped, saying so;
+``KAUDIT_TEST_TIERED_BOOTSTRAP=HOST:PORT`` runs them against a tiered lab started
+elsewhere (they create their own topics and change one cluster-wide default there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kaudit.lab.runtime import kafka_runtime
+from tests.conftest import run_kaudit, wait_for
+
+pytestmark = pytest.mark.kafka
+
+TIERED_NAMES = ("remote.storage.enable", "retention.ms", "local.retention.ms",
+                "retention.bytes", "local.retention.bytes", "cleanup.policy",
+                "remote.log.copy.disable", "remote.log.delete.on.disable")
+"""The topic settings the tiered-storage rules read."""
+WEEK_MS = 604_800_000
+DAY_MS = 86_400_000
+RUN = uuid.uuid4().hex[:6]
+"""Our topics' names end with it: a lab used again (KAUDIT_TEST_TIERED_BOOTSTRAP) keeps
+the topics of earlier runs, which these tests leave alone."""
+GOOD, ARMED, INHERITS = f"ts-good-{RUN}", f"ts-armed-{RUN}", f"ts-inherits-{RUN}"
+METADATA_TOPIC = "__remote_log_metadata"
+
+
+@pytest.fixture(scope="module")
+def tiered_lab() -> Iterator[str]:
+    """The bootstrap of a lab whose brokers run tiered storage."""
+    given = os.environ.get("KAUDIT_TEST_TIERED_BOOTSTRAP")
+    if given:
+        yield given
+        return
+    if "--tiered-storage" not in run_kaudit("lab", "up", "--help").stdout:
+        pytest.skip("this kaudit's `lab up` has no --tiered-storage yet (issue 52's lab part "
+                    "adds it); KAUDIT_TEST_TIERED_BOOTSTRAP=HOST:PORT runs these tests on a "
+                    "tiered lab started elsewhere")
+    state_dir = tempfile.mkdtemp(prefix="kaudit-test-tiered-")
+    started = run_kaudit("lab", "up", "--tiered-storage", "--state-dir", state_dir,
+                         timeout=900)
+    try:
+        if started.code != 0:
+            pytest.fail(f"kaudit lab up --tiered-storage failed ({started.code}): "
+                        f"{started.stderr}")
+        yield started.stdout.strip()
+    finally:
+        run_kaudit("lab", "down", "--purge", "--state-dir", state_dir, timeout=120)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def kafka_class(name: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    runtime = kafka_runtime(None, None)
+    return subprocess.run([runtime.java, "-cp", runtime.classpath, name, *args],
+                          capture_output=True, text=True, timeout=120, check=check)
+
+
+def kafka_configs(bootstrap: str, topic: str) -> dict[str, tuple[str, str]]:
+    """(value, source) of every setting of ``topic`` as `kafka-configs.sh --describe
+    --all` prints it: the source is its first synonym's (the one in force)."""
+    out = kafka_class("kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap,
+                      "--describe", "--all", "--entity-type", "topics",
+                      "--entity-name", topic).stdout
+    found = {}
+    for line in out.splitlines():
+        entry = re.match(r"\s+([\w.]+)=(.*) sensitive=\w+ synonyms=\{(\w+):", line)
+        if entry:
+            found[entry.group(1)] = (entry.group(2), entry.group(3))
+    assert found, out
+    return found
+
+
+def alter(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return kafka_class("kafka.admin.ConfigCommand", "--bootstrap-server",
+                       bootstrap, "--alter", *args, check=False)
+
+
+def create(bootstrap: str, topic: str, *configs: str) -> subprocess.CompletedProcess[str]:
+    args = [a for c in configs for a in ("--config", c)]
+    return kafka_class("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
+                       "--create", "--topic", topic, "--partitions", "1",
+                       "--replication-factor", "3", *args, check=False)
+
+
+@pytest.fixture(scope="module")
+def tiered_topics(tiered_lab: str) -> Iterator[str]:
+    """Our topics on the tiered lab: one set up well, one whose remote data a config
+    change would delete (KA113), one that inherits a local retention longer than its own
+    retention (KA111, through a cluster-wide default changed after it was created: Kafka
+    refuses it on the topic itself)."""
+    made = [
+        create(tiered_lab, GOOD, "remote.storage.enable=true",
+               f"retention.ms={WEEK_MS}", f"local.retention.ms={DAY_MS}"),
+        # With copying off, Kafka wants the local retention to be the whole retention.
+        create(tiered_lab, ARMED, "remote.storage.enable=true",
+               f"retention.ms={WEEK_MS}", f"local.retention.ms={WEEK_MS}",
+               "remote.log.copy.disable=true", "remote.log.delete.on.disable=true"),
+        create(tiered_lab, INHERITS, "remote.storage.enable=true",
+               f"retention.ms={DAY_MS}"),
+    ]
+    for run in made:
+        assert run.returncode == 0, run.stdout + run.stderr
+    default = alter(tiered_lab, "--entity-type", "brokers", "--entity-default",
+                    "--add-config", f"log.local.retention.ms={WEEK_MS}")
+    assert default.returncode == 0, default.stderr
+    try:
+        assert wait_for(lambda: kafka_configs(tiered_lab, INHERITS)[
+            "local.retention.ms"][0] == str(WEEK_MS), 60)
+        yield tiered_lab
+    finally:
+        alter(tiered_lab, "--entity-type", "brokers", "--entity-default",
+              "--delete-config", "log.local.retention.ms")
+
+
+def snapshot(bootstrap: str, tmp_path: Path) -> dict[str, Any]:
+    out = tmp_path / "snapshot.json"
+    taken = run_kaudit("snapshot", "-b", bootstrap, "-o", str(out))
+    assert taken.code == 0, taken.stderr
+    doc: dict[str, Any] = json.loads(out.read_text())
+    return doc
+
+
+def test_kaudit_reads_each_tiered_topics_settings_as_kafka_configs_prints_them(
+        tiered_topics: str, tmp_path: Path) -> None:
+    doc = snapshot(tiered_topics, tmp_path)
+    for name in (GOOD, ARMED, INHERITS, METADATA_TOPIC):
+        theirs = kafka_configs(tiered_topics, name)
+        ours = next(t for t in doc["topics"] if t["name"] == name)["configs"]
+        for key in (*TIERED_NAMES, "min.insync.replicas"):
+            if key in theirs:
+                assert (ours[key]["value"], ours[key]["source"]) == theirs[key], (name, key)
+    assert all(c["remote.log.storage.system.enable"]["value"] == "true"
+               for c in doc["broker_configs"].values())
+
+
+def test_kafka_refuses_a_compacted_tiered_topic_as_ka112_says(tiered_topics: str) -> None:
+    refused = create(tiered_topics, f"ts-compacted-{RUN}", "remote.storage.enable=true",
+                     "cleanup.policy=compact")
+    assert refused.returncode != 0
+    assert "only supports topics with cleanup.policy=delete" in refused.stdout + refused.stderr
+
+
+def test_the_tiered_rules_fire_on_exactly_the_broken_topics(tiered_topics: str) -> None:
+    run = run_kaudit("check", "-b", tiered_topics, "--exit-zero", "-f", "json")
+    assert run.code == 0, run.stderr
+    ours = (GOOD, ARMED, INHERITS, METADATA_TOPIC)
+    found = [(f["rule"], f["subject"]["name"]) for f in json.loads(run.stdout)["findings"]
+             if f["rule"] in ("KA111", "KA112", "KA113", "KA114", "KA320", "KA321")
+             and f["subject"]["name"] in ours]
+    # INHERITS breaks KA111 for ms only; the lab creates __remote_log_metadata with
+    # three replicas and min.insync.replicas 2.
+    assert sorted(found) == [("KA111", INHERITS), ("KA113", ARMED)], found
+
+
+def test_ka321_fires_when_remote_log_metadata_accepts_one_acknowledgement(
+        tiered_topics: str) -> None:
+    topic = METADATA_TOPIC
+    lowered = alter(tiered_topics, "--entity-type", "topics", "--entity-name", topic,
+                    "--add-config", "min.insync.replicas=1")
+    assert lowered.returncode == 0, lowered.stderr
+    try:
+        assert wait_for(lambda: kafka_configs(tiered_topics, topic)["min.insync.replicas"]
+                        == ("1", "DYNAMIC_TOPIC_CONFIG"), 60)
+        run = run_kaudit("check", "-b", tiered_topics, "--exit-zero", "-f", "json")
+        ka321 = [f for f in json.loads(run.stdout)["findings"] if f["rule"] == "KA321"]
+        assert [(f["actual"], f["source"]) for f in ka321] == [("1", "DYNAMIC_TOPIC_CONFIG")]
+    finally:
+        alter(tiered_topics, "--entity-type", "topics", "--entity-name", topic,
+              "--add-config", "min.insync.replicas=2")
