@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,7 @@ import pytest
 from kaudit.check.rules.drift import DRIFT_SETTINGS
 from kaudit.lab.runtime import kafka_runtime
 from tests.conftest import Lab, lab_admin, run_kaudit, wait_for
+from tests.integration.audit_lab import AuditLab
 
 pytestmark = pytest.mark.kafka
 
@@ -262,20 +260,10 @@ def test_broker_configs_are_what_kafka_configs_prints_and_drift_is_named(
 
 
 @pytest.fixture(scope="module")
-def three_controllers() -> Iterator[Lab]:
-    """A lab of one broker and three controllers (a static quorum, as `--controllers 3`
-    formats it), for a voter to be frozen."""
-    state_dir = Path(tempfile.mkdtemp(prefix="kaudit-test-quorum-"))
-    started = run_kaudit("lab", "up", "--brokers", "1", "--controllers", "3",
-                         "--state-dir", str(state_dir), timeout=900)
-    try:
-        if started.code != 0:
-            pytest.fail(f"kaudit lab up --controllers 3 failed ({started.code}): "
-                        f"{started.stderr}")
-        yield Lab(state_dir=str(state_dir), bootstrap=started.stdout.strip())
-    finally:
-        run_kaudit("lab", "down", "--purge", "--state-dir", str(state_dir), timeout=120)
-        shutil.rmtree(state_dir, ignore_errors=True)
+def three_controllers(audit_lab: AuditLab) -> Lab:
+    """The session's audit lab: three controllers in a dynamic quorum (KIP-853), for a
+    voter to be frozen; the test resumes it and waits until it has caught up again."""
+    return Lab(state_dir=audit_lab.state_dir, bootstrap=audit_lab.bootstrap)
 
 
 def _lagging(lab: Lab) -> dict[str, Any] | None:

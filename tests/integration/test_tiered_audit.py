@@ -3,9 +3,10 @@
 ConfigCommand (`kafka-configs.sh --describe --all`) prints for each tiered topic; the
 tiered-storage rules fire on the topics set up to break them and not on the others.
 
-Without a lab that has ``--tiered-storage`` these tests are skipped, saying so;
-``KAUDIT_TEST_TIERED_BOOTSTRAP=HOST:PORT`` runs them against a tiered lab started
-elsewhere (they create their own topics and change one cluster-wide default there).
+They run on the session's audit lab (tests/integration/audit_lab.py, which has
+``--tiered-storage``); ``KAUDIT_TEST_TIERED_BOOTSTRAP=HOST:PORT`` runs them against a tiered
+lab started elsewhere (they create their own topics and change one cluster-wide default
+there, put back afterwards).
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ import pytest
 
 from kaudit.lab.runtime import kafka_runtime
 from tests.conftest import run_kaudit, wait_for
+from tests.integration.audit_lab import AuditLab
 
 pytestmark = pytest.mark.kafka
 
@@ -42,27 +42,15 @@ METADATA_TOPIC = "__remote_log_metadata"
 
 
 @pytest.fixture(scope="module")
-def tiered_lab() -> Iterator[str]:
-    """The bootstrap of a lab whose brokers run tiered storage."""
+def tiered_lab(request: pytest.FixtureRequest) -> str:
+    """The bootstrap of a lab whose brokers run tiered storage: the session's audit lab
+    (tests/integration/audit_lab.py), unless KAUDIT_TEST_TIERED_BOOTSTRAP names another."""
     given = os.environ.get("KAUDIT_TEST_TIERED_BOOTSTRAP")
     if given:
-        yield given
-        return
-    if "--tiered-storage" not in run_kaudit("lab", "up", "--help").stdout:
-        pytest.skip("this kaudit's `lab up` has no --tiered-storage yet (issue 52's lab part "
-                    "adds it); KAUDIT_TEST_TIERED_BOOTSTRAP=HOST:PORT runs these tests on a "
-                    "tiered lab started elsewhere")
-    state_dir = tempfile.mkdtemp(prefix="kaudit-test-tiered-")
-    started = run_kaudit("lab", "up", "--tiered-storage", "--state-dir", state_dir,
-                         timeout=900)
-    try:
-        if started.code != 0:
-            pytest.fail(f"kaudit lab up --tiered-storage failed ({started.code}): "
-                        f"{started.stderr}")
-        yield started.stdout.strip()
-    finally:
-        run_kaudit("lab", "down", "--purge", "--state-dir", state_dir, timeout=120)
-        shutil.rmtree(state_dir, ignore_errors=True)
+        return given
+    lab: AuditLab = request.getfixturevalue("audit_lab")
+    assert lab.remote_storage is not None, "the audit lab runs without tiered storage"
+    return lab.bootstrap
 
 
 def kafka_class(name: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
