@@ -57,7 +57,10 @@ def table_rows(spark: Any, warehouse: Path, table: str) -> list[Any]:
     """The table's coordinates, read fresh from its latest metadata (none before the sink
     first commits)."""
     location = warehouse / "lake" / table
-    if not (location / "metadata").exists():
+    # A Hadoop table exists once its version hint names a metadata file: the metadata
+    # folder alone appears first, and reading it then is "table not found" (seen in CI on
+    # a busy machine, while the sink was still creating the table).
+    if not (location / "metadata" / "version-hint.text").exists():
         return []
     frame = spark.read.format("iceberg").load(str(location))
     return frame.select("_kafka_metadata_partition", "_kafka_metadata_offset").collect()
