@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Run, keep_lab_logs, lab_admin, run_kaudit
+from tests.kafka_tools import kafka_tool
 
 LAGGING_BROKER = 2
 LAG_TIME_MS = 60000
@@ -61,13 +62,7 @@ class AuditLab:
                    ) -> subprocess.CompletedProcess[str]:
         """One of Kafka's own command-line tools (e.g.
         ``org.apache.kafka.tools.MetadataQuorumCommand``), from the lab's jars."""
-        from kaudit.lab.runtime import kafka_runtime
-
-        runtime = kafka_runtime(None, None)
-        return subprocess.run([runtime.java, "-XX:TieredStopAtLevel=1", "-cp",
-                               runtime.classpath, main_class, *args],
-                              capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        return kafka_tool(main_class, *args, timeout=timeout, check=False)
 
 
 def _audit_lab_of(status: dict[str, object]) -> AuditLab:

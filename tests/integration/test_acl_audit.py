@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,9 @@ from typing import Any
 import pytest
 
 from kaudit.connection.properties import read_properties, translate_java_properties
-from kaudit.lab.runtime import kafka_runtime
 from tests.conftest import Lab, run_kaudit, wait_for
 from tests.integration.test_security import SecureLab, _secure_lab
+from tests.kafka_tools import kafka_tool
 
 pytestmark = pytest.mark.kafka
 
@@ -91,11 +90,8 @@ def acl_lab() -> Iterator[SecureLab]:
 
 def kafka_acls(lab: SecureLab) -> set[Binding]:
     """Every binding as `kafka-acls.sh --list` prints it (as alice, who may describe them)."""
-    runtime = kafka_runtime(None, None)
-    out = subprocess.run(
-        [runtime.java, "-cp", runtime.classpath, "org.apache.kafka.tools.AclCommand",
-         "--bootstrap-server", lab.bootstrap, "--command-config", str(lab.properties),
-         "--list"], capture_output=True, text=True, timeout=120, check=True).stdout
+    out = kafka_tool("org.apache.kafka.tools.AclCommand", "--bootstrap-server", lab.bootstrap,
+                     "--command-config", str(lab.properties), "--list").stdout
     found: set[Binding] = set()
     resource: tuple[str, str, str] | None = None
     for line in out.splitlines():

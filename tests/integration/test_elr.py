@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from kaudit.lab.runtime import kafka_runtime
 from tests.conftest import Lab, run_kaudit, wait_for
 from tests.integration.test_lab import admin, create_topic, wait_until
+from tests.kafka_tools import kafka_tool
 
 pytestmark = pytest.mark.kafka
 
@@ -32,11 +31,8 @@ included: the reads end at the deadline, a thread still waiting gets a second of
 def topic_command(lab: Lab, topic: str, bootstrap: str) -> tuple[int | None, list[int],
                                                                    list[int], list[int]]:
     """(leader, ISR, ELR, last known ELR) of partition 0 as `kafka-topics --describe` says."""
-    runtime = kafka_runtime(None, None)
-    out = subprocess.run(
-        [runtime.java, "-cp", runtime.classpath, "org.apache.kafka.tools.TopicCommand",
-         "--bootstrap-server", bootstrap, "--describe", "--topic", topic],
-        capture_output=True, text=True, timeout=120, check=True).stdout
+    out = kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
+                     "--describe", "--topic", topic).stdout
     line = next(ln for ln in out.splitlines() if "Partition: 0" in ln)
 
     def ids(field: str) -> list[int]:

@@ -7,7 +7,6 @@ a group set up to break each and pass on one that breaks none."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -20,10 +19,10 @@ from kaudit.cluster.client import AdminSession, new_share_consumer
 from kaudit.cluster.model import Broker
 from kaudit.cluster.protocol_share import read_share_groups
 from kaudit.connection.settings import ConnectionSettings
-from kaudit.lab.runtime import kafka_runtime
 from kaudit.waiting import Deadline
 from tests.conftest import Lab, run_kaudit, wait_for
 from tests.integration.test_lab import admin
+from tests.kafka_tools import kafka_tool
 
 pytestmark = pytest.mark.kafka
 
@@ -76,12 +75,9 @@ def test_a_share_consumer_gets_every_record_once_and_its_acceptances_commit(lab:
 def share_group_command(lab: Lab, group: str, *view: str) -> list[list[str]]:
     """The rows (whitespace-split, header and blank lines left out) Kafka's own
     kafka-share-groups.sh --describe prints for ``group``."""
-    runtime = kafka_runtime(None, None)
-    out = subprocess.run(
-        [runtime.java, "-cp", runtime.classpath,
-         "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
-         "--bootstrap-server", lab.bootstrap, "--describe", "--group", group, *view],
-        capture_output=True, text=True, timeout=120, check=True).stdout
+    out = kafka_tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+                     "--bootstrap-server", lab.bootstrap, "--describe", "--group", group,
+                     *view).stdout
     return [line.split() for line in out.splitlines()
             if line.strip() and not line.startswith("GROUP")]
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from kaudit.lab.runtime import kafka_runtime
 from tests.conftest import run_kaudit, wait_for
 from tests.integration.audit_lab import AuditLab
+from tests.kafka_tools import kafka_tool
 
 pytestmark = pytest.mark.kafka
 
@@ -53,16 +53,10 @@ def tiered_lab(request: pytest.FixtureRequest) -> str:
     return lab.bootstrap
 
 
-def kafka_class(name: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    runtime = kafka_runtime(None, None)
-    return subprocess.run([runtime.java, "-cp", runtime.classpath, name, *args],
-                          capture_output=True, text=True, timeout=120, check=check)
-
-
 def kafka_configs(bootstrap: str, topic: str) -> dict[str, tuple[str, str]]:
     """(value, source) of every setting of ``topic`` as `kafka-configs.sh --describe
     --all` prints it: the source is its first synonym's (the one in force)."""
-    out = kafka_class("kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap,
+    out = kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap,
                       "--describe", "--all", "--entity-type", "topics",
                       "--entity-name", topic).stdout
     found = {}
@@ -75,13 +69,13 @@ def kafka_configs(bootstrap: str, topic: str) -> dict[str, tuple[str, str]]:
 
 
 def alter(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return kafka_class("kafka.admin.ConfigCommand", "--bootstrap-server",
+    return kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server",
                        bootstrap, "--alter", *args, check=False)
 
 
 def create(bootstrap: str, topic: str, *configs: str) -> subprocess.CompletedProcess[str]:
     args = [a for c in configs for a in ("--config", c)]
-    return kafka_class("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
+    return kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
                        "--create", "--topic", topic, "--partitions", "1",
                        "--replication-factor", "3", *args, check=False)
 
