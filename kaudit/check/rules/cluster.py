@@ -21,7 +21,7 @@ from kaudit.check.rules.common import (
     where_on,
 )
 from kaudit.check.rules.registry import ClusterContext, Violation, rule
-from kaudit.cluster.model import ClusterSnapshot, Topic
+from kaudit.cluster.model import ClusterSnapshot, ConfigSource, ConfigValue, Topic
 
 
 def _brokers_known(snapshot: ClusterSnapshot) -> bool:
@@ -273,11 +273,19 @@ def auto_create_topics(ctx: ClusterContext) -> Iterator[Violation]:
       "Unclean leader election is on for the brokers (every topic that does not override it).",
       scope="cluster",
       what="Reports broker-level `unclean.leader.election.enable=true` when the default "
-           "profile does not allow it.",
+           "profile does not allow it. Set as the cluster-wide dynamic default, it is what "
+           "the active controller applies to every topic without its own value. Set in a "
+           "broker's server.properties or as one broker's dynamic config, it elects nobody "
+           "in KRaft (the controller decides from the topic's value, the cluster-wide "
+           "default and its own server.properties, which the brokers do not show); the "
+           "finding says so and names the controllers' files as what to check.",
       why="Every topic without its own setting inherits it: an out-of-sync replica may become "
           "leader and acknowledged messages vanish.",
-      example="`unclean.leader.election.enable=true` in server.properties.",
-      fix="Set `unclean.leader.election.enable=false` on the brokers (the Kafka default).")
+      example="`kafka-configs.sh --entity-type brokers --entity-default --alter --add-config "
+              "unclean.leader.election.enable=true`; or the same line in the server.properties "
+              "every node is built from.",
+      fix="Set `unclean.leader.election.enable=false` (the Kafka default) in the cluster-wide "
+          "default, the controllers' and the brokers' server.properties.")
 def broker_unclean_leader_election(ctx: ClusterContext) -> Iterator[Violation]:
     """Broker unclean.leader.election.enable=true."""
     if not _brokers_known(ctx.snapshot) or ctx.thresholds.allow_unclean_leader_election:
@@ -286,6 +294,18 @@ def broker_unclean_leader_election(ctx: ClusterContext) -> Iterator[Violation]:
         if as_bool(value):
             yield Violation(subject,
                             f"unclean.leader.election.enable=true on {where_on(subject)} "
-                            f"({provenance(value)}) lets every topic that does not override it "
-                            "lose acknowledged messages on leader failover.",
+                            f"({provenance(value)}) {_unclean_effect(value)}.",
                             expected="false", actual="true", source=value.source.value)
+
+
+def _unclean_effect(value: ConfigValue) -> str:
+    """What a broker-level unclean election value does in KRaft, where the active controller
+    elects: the cluster-wide dynamic default is its input; a broker's own value is not."""
+    if value.source is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
+        return ("is what the active controller applies to every topic that does not set its "
+                "own, so such a topic can lose acknowledged messages on leader failover")
+    return ("elects nobody itself: in KRaft the active controller decides from the topic's "
+            "value, the cluster-wide dynamic default and its own server.properties, which "
+            "the brokers do not show; if the controllers' files say true as well, every topic "
+            "that does not set its own can lose acknowledged messages on leader failover "
+            "(Kafka describes such topics with this value either way)")
