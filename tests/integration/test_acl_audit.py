@@ -60,30 +60,41 @@ def test_the_plaintext_lab_has_no_authorizer_so_its_acls_are_unread_not_an_error
     assert "ACLs: not read (the cluster has no authorizer" in table.stdout
 
 
-@pytest.fixture(scope="module")
-def acl_lab() -> Iterator[SecureLab]:
-    """A secured lab with our topics and bindings (made by its super user, admin)."""
+def super_admin(lab: SecureLab) -> Any:
+    """An AdminClient of the lab's super user, admin."""
+    from confluent_kafka.admin import AdminClient
+
+    admin_props = read_properties(lab.security / "admin.properties")
+    return AdminClient(translate_java_properties(admin_props)
+                       | {"bootstrap.servers": lab.bootstrap})
+
+
+def acl_bindings(bindings: list[Binding]) -> list[Any]:
+    """confluent-kafka's AclBinding of each of ``bindings``."""
     from confluent_kafka.admin import (
         AclBinding,
         AclOperation,
         AclPermissionType,
-        AdminClient,
-        NewTopic,
         ResourcePatternType,
         ResourceType,
     )
 
+    rtypes = {"TOPIC": ResourceType.TOPIC, "CLUSTER": ResourceType.BROKER}
+    return [AclBinding(rtypes[rtype], name, ResourcePatternType[pattern], principal, host,
+                       AclOperation[op], AclPermissionType[permission])
+            for rtype, name, pattern, principal, host, op, permission in bindings]
+
+
+@pytest.fixture(scope="module")
+def acl_lab() -> Iterator[SecureLab]:
+    """A secured lab with our topics and bindings (made by its super user, admin)."""
+    from confluent_kafka.admin import NewTopic
+
     for secured in _secure_lab("sasl_ssl"):
-        admin_props = read_properties(secured.security / "admin.properties")
-        admin = AdminClient(translate_java_properties(admin_props)
-                            | {"bootstrap.servers": secured.bootstrap})
+        admin = super_admin(secured)
         for future in admin.create_topics([NewTopic(t, 1, 1) for t in TOPICS]).values():
             future.result(60)
-        rtypes = {"TOPIC": ResourceType.TOPIC, "CLUSTER": ResourceType.BROKER}
-        bindings = [AclBinding(rtypes[rtype], name, ResourcePatternType[pattern], principal,
-                               host, AclOperation[op], AclPermissionType[permission])
-                    for rtype, name, pattern, principal, host, op, permission in OURS]
-        for future in admin.create_acls(bindings, request_timeout=30).values():
+        for future in admin.create_acls(acl_bindings(OURS), request_timeout=30).values():
             future.result(60)
         yield secured
 
@@ -172,3 +183,50 @@ def test_the_labs_own_grant_to_alice_is_reported_only_when_a_policy_leaves_her_o
     ], found
     alice = next(f for f in found if f["actual"].startswith("User:alice"))
     assert "on every topic" in alice["message"] and "acl-orders.eu" in alice["message"]
+
+
+WILDCARD_ALTER_CONFIGS: Binding = ("CLUSTER", "kafka-cluster", "LITERAL", "User:*", "*",
+                                   "ALTER_CONFIGS", "ALLOW")
+WILDCARD_DENY: Binding = ("CLUSTER", "kafka-cluster", "LITERAL", "User:*", "*",
+                          "ALTER_CONFIGS", "DENY")
+
+
+def test_every_principal_allowed_to_alter_the_clusters_configs_is_ka508_until_a_deny(
+        acl_lab: SecureLab, tmp_path: Path) -> None:
+    """KA508 fires on a User:* grant of ALTER_CONFIGS on the cluster made to break it, and
+    not once a User:* DENY of the same takes it back; the bindings go again afterwards, so
+    the other tests see only OURS."""
+    from confluent_kafka.admin import AclBindingFilter
+
+    admin = super_admin(acl_lab)
+    policy = "  alter: [User:admin, User:ops, User:alice, User:dev]\n"
+
+    def ka508() -> list[dict[str, Any]]:
+        return [f for f in _check(acl_lab, tmp_path, policy) if f["rule"] == "KA508"]
+
+    def change(create: list[Binding], listed: set[Binding]) -> None:
+        for future in admin.create_acls(acl_bindings(create), request_timeout=30).values():
+            future.result(60)
+        assert wait_for(lambda: listed <= kafka_acls(acl_lab), 60), kafka_acls(acl_lab)
+
+    assert wait_for(lambda: set(OURS) <= kafka_acls(acl_lab), 60)
+    assert ka508() == []
+    try:
+        change([WILDCARD_ALTER_CONFIGS], {WILDCARD_ALTER_CONFIGS})
+        (found,) = ka508()
+        assert found["subject"]["kind"] == "cluster"
+        assert found["actual"] == "User:* may ALTER_CONFIGS"
+        assert found["source"] == ("User:* ALLOW ALTER_CONFIGS on CLUSTER 'kafka-cluster' "
+                                   "(LITERAL) from host *")
+        change([WILDCARD_DENY], {WILDCARD_ALTER_CONFIGS, WILDCARD_DENY})
+        assert ka508() == []
+    finally:
+        for binding in acl_bindings([WILDCARD_ALTER_CONFIGS, WILDCARD_DENY]):
+            filter_ = AclBindingFilter(binding.restype, binding.name,
+                                       binding.resource_pattern_type, binding.principal,
+                                       binding.host, binding.operation,
+                                       binding.permission_type)
+            for future in admin.delete_acls([filter_], request_timeout=30).values():
+                future.result(60)
+    assert wait_for(lambda: not {WILDCARD_ALTER_CONFIGS, WILDCARD_DENY} & kafka_acls(acl_lab),
+                    60), kafka_acls(acl_lab)
