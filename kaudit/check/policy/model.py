@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import date
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -112,9 +113,10 @@ class Profile:
     disabled_rules: frozenset[str] = frozenset()
     """Rule ids that do not apply to topics under this profile."""
 
-    @property
+    @cached_property
     def thresholds(self) -> Thresholds:
-        """The profile's effective thresholds."""
+        """The profile's effective thresholds (made once: every rule asks for them, for
+        every topic)."""
         return Thresholds().with_overrides(self.settings)
 
 
