@@ -311,6 +311,12 @@ class ClusterSnapshot:
     def _offsets_index(self) -> Mapping[tuple[str, int], PartitionOffsets]:
         return {(o.topic, o.partition): o for o in self.offsets}
 
+    @cached_property
+    def derived(self) -> dict[Any, Any]:
+        """What others work out from this snapshot and ask again and again (each topic's
+        durability, asked by nine rules), kept with it; never part of its document."""
+        return {}
+
 
 def snapshot_to_dict(snap: ClusterSnapshot) -> dict[str, Any]:
     """The ``kaudit.snapshot/v1`` JSON document (sensitive values dropped)."""

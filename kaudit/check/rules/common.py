@@ -167,11 +167,17 @@ CAPPED_SINCE = (3, 7)
 
 
 def durability(topic: Topic, snapshot: ClusterSnapshot) -> Durability:
-    """Read a topic's effective RF, min.insync.replicas and unclean election setting."""
+    """Read a topic's effective RF, min.insync.replicas and unclean election setting (once
+    per topic and snapshot: nine rules ask)."""
+    # Keyed by the topic object itself (a manifest's topic may share a live topic's name),
+    # which the entry keeps alive so that its id is not reused.
+    kept = snapshot.derived.get(("durability", id(topic)))
+    if kept is not None and kept[0] is topic:
+        return kept[1]  # type: ignore[no-any-return]
     min_isr_value = topic_value(topic, snapshot, "min.insync.replicas")
     unclean_value = topic_value(topic, snapshot, "unclean.leader.election.enable")
     version = snapshot.kafka_version
-    return Durability(
+    found = Durability(
         replication_factor=topic.replication_factor,
         min_isr=max(1, as_int(min_isr_value, 1)),
         min_isr_value=min_isr_value,
@@ -179,6 +185,8 @@ def durability(topic: Topic, snapshot: ClusterSnapshot) -> Durability:
         unclean_value=unclean_value,
         capped_known=version is not None and version >= CAPPED_SINCE,
     )
+    snapshot.derived[("durability", id(topic))] = (topic, found)
+    return found
 
 
 def topic_subject(topic: Topic) -> Subject:
