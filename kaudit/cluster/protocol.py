@@ -3,39 +3,26 @@ each partition's eligible leader replicas (DescribeTopicPartitions, KIP-966) and
 leader epoch ends on a partition leader's log (OffsetForLeaderEpoch, KIP-101/320), read
 with kafka-python in this process: no JVM, no Kafka jars.
 
-Bounded while brokers are frozen: every broker is asked at once, each through its own
-client that knows only that broker (:mod:`kaudit.cluster.broker_ask`), and the first to
-answer is read from; the others are abandoned at the deadline. Nothing here is guessed:
-what could not be read comes back with why.
+Bounded while brokers are frozen: a SIGSTOPped broker still accepts TCP connections and
+then never answers, and kafka-python's bootstrap waits out its whole timeout on the first
+address it picks. So every broker is asked at once, each through its own client that
+knows only that broker, and the first to answer is read from; the others are abandoned at
+the deadline. Nothing here is guessed: what could not be read comes back with why.
 
-kaudit imports kafka-python here and in the other ``protocol*`` modules only (see
-tests/unit/test_architecture.py).
+The one place kaudit imports kafka-python (see tests/unit/test_architecture.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from kaudit.cluster.broker_ask import (
-    BrokerAsk,
-    Unanswered,
-    ask_brokers,
-    every_answer,
-    first_answer,
-    first_in_turn,
-    unanswered,
-    why_not_read,
-)
 from kaudit.cluster.model import Broker
-from kaudit.cluster.protocol_config import (
-    error_name,
-    kafka_python_config,
-    raise_for,
-    send_to,
-)
+from kaudit.cluster.protocol_config import kafka_python_config
 from kaudit.connection.redact import redact
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
@@ -103,6 +90,17 @@ def feature_levels(finalized: Iterable[tuple[str, int]], supported: Iterable[str
             if name == "metadata.version" else str(level) for name, level in levels.items()}
 
 
+@dataclass
+class _Answer:
+    """What one broker's client got; filled in by its thread."""
+
+    broker: Broker
+    client: Any = None
+    features: dict[str, str] | None = None
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
 def read_protocol(settings: ConnectionSettings, brokers: Sequence[Broker],
                   topics: Sequence[str], deadline: Deadline) -> ProtocolRead:
     """Features from the first broker that answers, then ELR for ``topics`` from it (or
@@ -116,21 +114,28 @@ def read_protocol(settings: ConnectionSettings, brokers: Sequence[Broker],
         why = f"not read: {redact(str(exc))}"
         return ProtocolRead(features_unread=why, elr_unread=why if topics else None)
     load_kafka_python()
-    with ask_brokers(brokers, config, deadline, _features, "kaudit-protocol") as answers:
+    answers = [_Answer(b) for b in brokers]
+    for answer in answers:
+        threading.Thread(target=_ask_features, args=(answer, config, deadline), daemon=True,
+                         name=f"kaudit-protocol-{answer.broker.id}").start()
+    try:
         return _collect(answers, topics, deadline)
+    finally:
+        for answer in answers:  # frozen brokers' clients are closed in their own time
+            threading.Thread(target=_close_when_done, args=(answer,), daemon=True).start()
 
 
-def _collect(answers: list[BrokerAsk[dict[str, str]]], topics: Sequence[str],
-             deadline: Deadline) -> ProtocolRead:
+def _collect(answers: list[_Answer], topics: Sequence[str], deadline: Deadline
+             ) -> ProtocolRead:
     out = ProtocolRead()
     tried: set[int] = set()
     while True:
-        ready = first_answer(answers, deadline, tried)
+        ready = _first_answer(answers, tried, deadline)
         if ready is None:
             break
         tried.add(ready.broker.id)
         if out.features is None:
-            out.features, out.answered_by = ready.answer, ready.broker.id
+            out.features, out.answered_by = ready.features, ready.broker.id
         if not topics:
             out.elr = {}
             return out
@@ -140,7 +145,7 @@ def _collect(answers: list[BrokerAsk[dict[str, str]]], topics: Sequence[str],
             return out
         except Exception as exc:  # the broker went away after ApiVersions: try the next
             ready.error = why_not_read(exc, ready.broker, deadline)
-    why = "; ".join(unanswered(answers, deadline))
+    why = _not_answered(answers, deadline)
     if out.features is None:
         out.features_unread = why
     out.elr_unread = why if out.elr is None and topics else None
@@ -149,17 +154,69 @@ def _collect(answers: list[BrokerAsk[dict[str, str]]], topics: Sequence[str],
     return out
 
 
-def _features(client: Any, broker: Broker, deadline: Deadline) -> dict[str, str]:
-    """The broker's finalized feature levels (ApiVersions v3)."""
+def _first_answer(answers: list[_Answer], tried: set[int], deadline: Deadline
+                  ) -> _Answer | None:
+    """The first broker (not yet tried) whose features came back, waiting until all have
+    failed or the deadline passes."""
+    while not deadline.expired():
+        for answer in answers:
+            if answer.done.is_set() and answer.features is not None \
+                    and answer.broker.id not in tried:
+                return answer
+        if all(a.done.is_set() for a in answers):
+            return None
+        pending = next(a for a in answers if not a.done.is_set())
+        pending.done.wait(min(0.05, max(0.0, deadline.left())))
+    return None
+
+
+def _not_answered(answers: list[_Answer], deadline: Deadline) -> str:
+    return "; ".join(a.error or _silent(a.broker, deadline) for a in answers)
+
+
+def _silent(broker: Broker, deadline: Deadline) -> str:
+    return f"broker {broker.id} ({broker.host}:{broker.port}) gave no answer within " \
+        f"{deadline.seconds:g}s"
+
+
+def client_of(broker: Broker, config: dict[str, Any], deadline: Deadline) -> Any:
+    """A kafka-python client that knows only ``broker``, bounded by ``deadline``."""
+    from kafka.admin import KafkaAdminClient
+
+    wait_ms = max(1, int(deadline.left() * 1000))
+    return KafkaAdminClient(bootstrap_servers=[f"{broker.host}:{broker.port}"],
+                            bootstrap_timeout_ms=wait_ms, request_timeout_ms=wait_ms, **config)
+
+
+def _ask_features(answer: _Answer, config: dict[str, Any], deadline: Deadline) -> None:
     from kafka.protocol.metadata import ApiVersionsRequest
 
-    request = ApiVersionsRequest(client_software_name="kaudit", client_software_version="1",
-                                 min_version=3)
-    response = send_to(client, broker.id, request, deadline)
-    raise_for(response.error_code, "ApiVersions")
-    return feature_levels(
-        ((f.name, f.max_version_level) for f in response.finalized_features or ()),
-        (f.name for f in response.supported_features or ()))
+    broker = answer.broker
+    try:
+        answer.client = client_of(broker, config, deadline)
+        request = ApiVersionsRequest(client_software_name="kaudit",
+                                     client_software_version="1", min_version=3)
+        response = send_to(answer.client, broker.id, request, deadline)
+        raise_for(response.error_code, "ApiVersions")
+        answer.features = feature_levels(
+            ((f.name, f.max_version_level) for f in response.finalized_features or ()),
+            (f.name for f in response.supported_features or ()))
+    except Exception as exc:
+        answer.error = why_not_read(exc, broker, deadline)
+    finally:
+        answer.done.set()
+
+
+def send_to(client: Any, node_id: int, request: Any, deadline: Deadline) -> Any:
+    """One request to one broker (kafka-python's public calls pick a broker themselves,
+    and may pick a frozen one)."""
+    manager = client._manager
+    wait_ms = max(1, int(deadline.left() * 1000))
+
+    async def ask() -> Any:
+        return await manager.send(request, node_id=node_id, request_timeout_ms=wait_ms)
+
+    return manager.run(ask)
 
 
 def _describe_partitions(client: Any, node_id: int, topics: Sequence[str],
@@ -203,19 +260,55 @@ def describe_acls_error(settings: ConnectionSettings, brokers: Sequence[Broker],
         config = kafka_python_config(settings)
     except (InputError, ImportError, OSError) as exc:
         return None, redact(str(exc))
+    whys = []
+    for broker in brokers:
+        client = None
+        # A frozen broker must leave time to ask the next one.
+        each = Deadline(deadline.slice(max(2.0, deadline.seconds / 4)))
+        try:
+            client = client_of(broker, config, each)
+            response = send_to(client, broker.id, DescribeAclsRequest(
+                resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                principal_filter=None, host_filter=None, operation=1, permission_type=1),
+                each)  # 1 is ANY for the type, the pattern, the operation, the permission
+            return (error_name(response.error_code) if response.error_code else None), None
+        except Exception as exc:
+            whys.append(why_not_read(exc, broker, each))
+            if deadline.expired():
+                break
+        finally:
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close()
+    return None, "; ".join(whys) or "no broker is registered"
 
-    def ask(client: Any, broker: Broker, each: Deadline) -> tuple[str | None, None]:
-        response = send_to(client, broker.id, DescribeAclsRequest(
-            resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
-            principal_filter=None, host_filter=None, operation=1, permission_type=1),
-            each)  # 1 is ANY for the type, the pattern, the operation, the permission
-        return (error_name(response.error_code) if response.error_code else None), None
 
-    try:  # a frozen broker must leave time to ask the next one
-        return first_in_turn(brokers, config, deadline, ask,
-                             turn=max(2.0, deadline.seconds / 4))
-    except Unanswered as none:
-        return None, str(none) or "no broker is registered"
+def error_name(code: int) -> str:
+    """Kafka's name of a protocol error code (``NOT_COORDINATOR``...)."""
+    from kafka.errors import for_code
+
+    return str(getattr(for_code(code), "message", code))
+
+
+def raise_for(code: int, what: str) -> None:
+    """Raise, naming the error, when an answer's ``code`` is not 0."""
+    if code:
+        raise RuntimeError(f"{what}: {error_name(code)}")
+
+
+def why_not_read(exc: BaseException, broker: Broker, deadline: Deadline) -> str:
+    name = exc.__class__.__name__
+    if "Timeout" in name or deadline.expired():
+        return _silent(broker, deadline)
+    text = redact(str(exc)).strip().splitlines()
+    return f"broker {broker.id}: {name}" + (f": {text[0][:160]}" if text else "")
+
+
+def _close_when_done(answer: _Answer | _EpochAsk) -> None:
+    answer.done.wait()
+    if answer.client is not None:
+        with contextlib.suppress(Exception):  # a frozen broker's client: nothing to report
+            answer.client.close()
 
 
 # --- OffsetForLeaderEpoch ----------------------------------------------------------------
@@ -240,8 +333,6 @@ EpochAsks = Mapping[tuple[str, int], tuple[int, int]]
 """(topic, partition) -> (its leader's broker id, the leader epoch to ask about)."""
 CURRENT_EPOCH = -1
 """In :data:`EpochAsks`: the leader's own current epoch, whatever it is."""
-EpochAnswers = dict[tuple[str, int], EpochEnd | str]
-"""(topic, partition) -> where its epoch ends, or why that was not read."""
 
 
 def read_epoch_ends(settings: ConnectionSettings, brokers: Mapping[int, Broker],
@@ -258,74 +349,86 @@ def read_epoch_ends(settings: ConnectionSettings, brokers: Mapping[int, Broker],
         config = kafka_python_config(settings)
     except (InputError, ImportError, OSError) as exc:  # OSError: a CA or key file (TLS)
         return dict.fromkeys(asks, redact(str(exc)))
-    out: EpochAnswers = {}
+    out: dict[tuple[str, int], EpochEnd | str] = {}
     by_leader: dict[int, dict[tuple[str, int], int]] = {}
     for key, (leader, epoch) in asks.items():
         by_leader.setdefault(leader, {})[key] = epoch
+    pending = []
     load_kafka_python()
-    leaders: dict[int, tuple[Broker, dict[tuple[str, int], int]]] = {}
     for leader, wanted in sorted(by_leader.items()):
         broker = brokers.get(leader)
         if broker is None:
             out.update(dict.fromkeys(wanted, f"its leader, broker {leader}, is not registered"))
+            continue
+        ask = _EpochAsk(broker, wanted)
+        threading.Thread(target=_ask_epoch_ends, args=(ask, config, deadline), daemon=True,
+                         name=f"kaudit-epochs-{leader}").start()
+        pending.append(ask)
+    for ask in pending:
+        ask.done.wait(max(0.0, deadline.left()))
+        if ask.done.is_set() and ask.error is None:
+            out.update(ask.found)
         else:
-            leaders[broker.id] = broker, wanted
-
-    def ask(client: Any, broker: Broker, deadline: Deadline) -> EpochAnswers:
-        return _epoch_ends(client, broker.id, leaders[broker.id][1], deadline)
-
-    with ask_brokers([b for b, _ in leaders.values()], config, deadline, ask, "kaudit-epochs",
-                     _too_old) as pending:
-        for each, found in every_answer(pending, deadline):
-            out.update(found if found is not None else
-                       dict.fromkeys(leaders[each.broker.id][1], each.why(deadline)))
+            out.update(dict.fromkeys(ask.wanted, ask.error or _silent(ask.broker, deadline)))
+        # a frozen leader's client is closed in its own time
+        threading.Thread(target=_close_when_done, args=(ask,), daemon=True).start()
     return out
 
 
-def _too_old(exc: Exception, broker: Broker) -> str | None:
+@dataclass
+class _EpochAsk:
+    """One leader's question and answer; filled in by its thread."""
+
+    broker: Broker
+    wanted: dict[tuple[str, int], int]
+    client: Any = None
+    found: dict[tuple[str, int], EpochEnd | str] = field(default_factory=dict)
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def _ask_epoch_ends(ask: _EpochAsk, config: dict[str, Any], deadline: Deadline) -> None:
     from kafka.errors import IncompatibleBrokerVersion
 
-    if not isinstance(exc, IncompatibleBrokerVersion):
-        return None
-    return (f"broker {broker.id} does not answer OffsetForLeaderEpoch v2 or later "
-            "(Kafka 2.1 and later do)")
+    broker = ask.broker
+    try:
+        ask.client = client_of(broker, config, deadline)
+        wanted = _current_epochs(ask, deadline)
+        if wanted:
+            response = send_to(ask.client, broker.id, epoch_request(wanted), deadline)
+            ask.found |= epoch_answers(response, broker.id, wanted)
+    except IncompatibleBrokerVersion:
+        ask.error = (f"broker {broker.id} does not answer OffsetForLeaderEpoch v2 or later "
+                     "(Kafka 2.1 and later do)")
+    except Exception as exc:
+        ask.error = why_not_read(exc, broker, deadline)
+    finally:
+        ask.done.set()
 
 
-def _epoch_ends(client: Any, leader: int, wanted: dict[tuple[str, int], int],
-                deadline: Deadline) -> EpochAnswers:
-    """Where each epoch of ``wanted`` ends on ``leader``'s log, or why not."""
-    found: EpochAnswers = {}
-    asked = _current_epochs(client, leader, wanted, found, deadline)
-    if asked:
-        found |= epoch_answers(send_to(client, leader, epoch_request(asked), deadline),
-                               leader, asked)
-    return found
-
-
-def _current_epochs(client: Any, leader: int, wanted: dict[tuple[str, int], int],
-                    found: EpochAnswers, deadline: Deadline) -> dict[tuple[str, int], int]:
-    """``wanted`` with each :data:`CURRENT_EPOCH` replaced by the epoch ``leader`` leads
-    the partition in; a partition it does not lead (any more) is answered so in ``found``."""
-    current = [key for key, epoch in wanted.items() if epoch == CURRENT_EPOCH]
+def _current_epochs(ask: _EpochAsk, deadline: Deadline) -> dict[tuple[str, int], int]:
+    """``ask.wanted`` with each :data:`CURRENT_EPOCH` replaced by the epoch the broker
+    leads the partition in; a partition it does not lead (any more) is answered so."""
+    current = [key for key, epoch in ask.wanted.items() if epoch == CURRENT_EPOCH]
     if not current:
-        return dict(wanted)
+        return dict(ask.wanted)
     from kafka.protocol.admin import DescribeTopicPartitionsRequest
 
     Topic = DescribeTopicPartitionsRequest.TopicRequest
     request = DescribeTopicPartitionsRequest(
         topics=[Topic(name=t) for t in sorted({t for t, _ in current})],
         response_partition_limit=PAGE_PARTITIONS, cursor=None)
-    response = send_to(client, leader, request, deadline)
+    response = send_to(ask.client, ask.broker.id, request, deadline)
     led = {(topic.name, p.partition_index): p.leader_epoch for topic in response.topics
            if not topic.error_code for p in topic.partitions
-           if not p.error_code and p.leader_id == leader and p.leader_epoch >= 0}
-    asked = {key: epoch for key, epoch in wanted.items() if epoch != CURRENT_EPOCH}
+           if not p.error_code and p.leader_id == ask.broker.id and p.leader_epoch >= 0}
+    wanted = {key: epoch for key, epoch in ask.wanted.items() if epoch != CURRENT_EPOCH}
     for key in current:
         if key in led:
-            asked[key] = led[key]
+            wanted[key] = led[key]
         else:
-            found[key] = f"broker {leader} does not lead it now"
-    return asked
+            ask.found[key] = f"broker {ask.broker.id} does not lead it now"
+    return wanted
 
 
 def epoch_request(wanted: Mapping[tuple[str, int], int]) -> Any:

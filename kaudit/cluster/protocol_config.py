@@ -3,8 +3,7 @@
 PLAIN, SCRAM-SHA-256/512, TLS with or without a client certificate, and OAUTHBEARER with
 OIDC client credentials (the token fetched here from the token endpoint, as librdkafka's
 ``sasl.oauthbearer.method=oidc`` does). Anything else is refused by name rather than
-connected without it. Also the one kafka-python client of one broker that every read in
-this process asks through, and the one request it sends.
+connected without it.
 """
 
 from __future__ import annotations
@@ -20,12 +19,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from kaudit.cluster.model import Broker
 from kaudit.connection.properties import unsecured_principal
 from kaudit.connection.redact import register_secret
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
-from kaudit.waiting import Deadline
 
 _SASL = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -156,37 +153,3 @@ def fetch_token(endpoint: str, client_id: str, secret: str, scope: str | None,
         raise ConnectionError("the OAUTHBEARER token endpoint answered without access_token")
     register_secret(token)
     return token, float(body.get("expires_in", 3600))
-
-
-def client_of(broker: Broker, config: dict[str, Any], deadline: Deadline) -> Any:
-    """A kafka-python client that knows only ``broker``, bounded by ``deadline``."""
-    from kafka.admin import KafkaAdminClient
-
-    wait_ms = max(1, int(deadline.left() * 1000))
-    return KafkaAdminClient(bootstrap_servers=[f"{broker.host}:{broker.port}"],
-                            bootstrap_timeout_ms=wait_ms, request_timeout_ms=wait_ms, **config)
-
-
-def send_to(client: Any, node_id: int, request: Any, deadline: Deadline) -> Any:
-    """One request to one broker (kafka-python's public calls pick a broker themselves,
-    and may pick a frozen one)."""
-    manager = client._manager
-    wait_ms = max(1, int(deadline.left() * 1000))
-
-    async def ask() -> Any:
-        return await manager.send(request, node_id=node_id, request_timeout_ms=wait_ms)
-
-    return manager.run(ask)
-
-
-def error_name(code: int) -> str:
-    """Kafka's name of a protocol error code (``NOT_COORDINATOR``...)."""
-    from kafka.errors import for_code
-
-    return str(getattr(for_code(code), "message", code))
-
-
-def raise_for(code: int, what: str) -> None:
-    """Raise, naming the error, when an answer's ``code`` is not 0."""
-    if code:
-        raise RuntimeError(f"{what}: {error_name(code)}")

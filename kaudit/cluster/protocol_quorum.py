@@ -5,8 +5,7 @@ ask it.
 
 A broker answers DescribeQuorum by forwarding it to the active controller, so any broker
 will do: every broker is asked at once, each on its own client (a frozen broker still
-accepts connections and never answers: :mod:`kaudit.cluster.broker_ask`), and the first
-answer is kept. Kafka checks DESCRIBE
+accepts connections and never answers), and the first answer is kept. Kafka checks DESCRIBE
 on the CLUSTER resource; a principal without it is told CLUSTER_AUTHORIZATION_FAILED, and
 the quorum is then unread, with why.
 """
@@ -14,14 +13,21 @@ the quorum is then unread, with why.
 from __future__ import annotations
 
 import base64
+import contextlib
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from kaudit.cluster.broker_ask import ask_brokers, first_answer, unanswered
 from kaudit.cluster.model import Broker
-from kaudit.cluster.protocol import load_kafka_python
-from kaudit.cluster.protocol_config import error_name, kafka_python_config, send_to
+from kaudit.cluster.protocol import (
+    client_of,
+    error_name,
+    load_kafka_python,
+    send_to,
+    why_not_read,
+)
+from kaudit.cluster.protocol_config import kafka_python_config
 from kaudit.cluster.quorum import ControllerEndpoint, QuorumReplica, QuorumState
 from kaudit.connection.redact import redact
 from kaudit.connection.settings import ConnectionSettings
@@ -42,6 +48,17 @@ class QuorumRead:
     unread: str | None = None
 
 
+@dataclass
+class _Ask:
+    """One broker's question and answer; filled in by its thread."""
+
+    broker: Broker
+    client: Any = None
+    quorum: QuorumState | None = None
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
 def read_quorum(settings: ConnectionSettings, brokers: Sequence[Broker],
                 deadline: Deadline) -> QuorumRead:
     """The quorum as the first broker to answer tells it, within ``deadline``."""
@@ -52,23 +69,54 @@ def read_quorum(settings: ConnectionSettings, brokers: Sequence[Broker],
     except (InputError, ImportError, OSError) as exc:  # OSError: a CA or key file (TLS)
         return QuorumRead(unread=f"not read: {redact(str(exc))}")
     load_kafka_python()
-    with ask_brokers(brokers, config, deadline, _quorum_of, "kaudit-quorum",
-                     _refused) as asks:
-        answered = first_answer(asks, deadline)
+    asks = [_Ask(b) for b in brokers]
+    for ask in asks:
+        threading.Thread(target=_ask_broker, args=(ask, config, deadline), daemon=True,
+                         name=f"kaudit-quorum-{ask.broker.id}").start()
+    try:
+        return _first_answer(asks, deadline)
+    finally:
+        for ask in asks:  # a frozen broker's client is closed in its own time
+            threading.Thread(target=_close_when_done, args=(ask,), daemon=True).start()
+
+
+def _first_answer(asks: list[_Ask], deadline: Deadline) -> QuorumRead:
+    while not deadline.expired():
+        answered = next((a for a in asks if a.quorum is not None), None)
         if answered is not None:
-            return QuorumRead(quorum=answered.answer)
-        errors = unanswered(asks, deadline)
+            return QuorumRead(quorum=answered.quorum)
+        if all(a.done.is_set() for a in asks):
+            break
+        pending = next(a for a in asks if not a.done.is_set())
+        pending.done.wait(min(0.05, max(0.0, deadline.left())))
+    answered = next((a for a in asks if a.quorum is not None), None)
+    if answered is not None:
+        return QuorumRead(quorum=answered.quorum)
+    errors = [a.error or why_not_read(TimeoutError(), a.broker, deadline) for a in asks]
     if any(NOT_AUTHORIZED in e for e in errors):  # the same principal everywhere
         return QuorumRead(unread=NOT_AUTHORIZED)
     return QuorumRead(unread="; ".join(dict.fromkeys(errors)))
 
 
-def _quorum_of(client: Any, broker: Broker, deadline: Deadline) -> QuorumState:
-    return quorum_state(send_to(client, broker.id, quorum_request(), deadline), broker.id)
+def _ask_broker(ask: _Ask, config: dict[str, Any], deadline: Deadline) -> None:
+    broker = ask.broker
+    try:
+        ask.client = client_of(broker, config, deadline)
+        response = send_to(ask.client, broker.id, quorum_request(), deadline)
+        ask.quorum = quorum_state(response, broker.id)
+    except QuorumRefused as exc:
+        ask.error = f"broker {broker.id}: {exc}"
+    except Exception as exc:
+        ask.error = why_not_read(exc, broker, deadline)
+    finally:
+        ask.done.set()
 
 
-def _refused(exc: Exception, broker: Broker) -> str | None:
-    return f"broker {broker.id}: {exc}" if isinstance(exc, QuorumRefused) else None
+def _close_when_done(ask: _Ask) -> None:
+    ask.done.wait()
+    if ask.client is not None:
+        with contextlib.suppress(Exception):  # a frozen broker's client: nothing to report
+            ask.client.close()
 
 
 class QuorumRefused(Exception):

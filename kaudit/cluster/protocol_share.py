@@ -5,13 +5,14 @@ coordinates (ListGroups filtered to type ``share``), their members and assignmen
 messages' layouts ship with kaudit (``schemas/``) and kafka-python encodes them.
 
 A broker lists only the groups it coordinates, so each broker is asked on its own client
-(:mod:`kaudit.cluster.broker_ask`: a frozen broker stalls only its own groups), and its
-groups are described by it. What a broker did not answer comes back with why.
+(as :mod:`kaudit.cluster.protocol` does, a frozen broker stalls only its own groups), and
+its groups are described by it. What a broker did not answer comes back with why.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,16 +20,16 @@ from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
-from kaudit.cluster.broker_ask import Unanswered, ask_brokers, every_answer, first_in_turn
 from kaudit.cluster.model import Broker, ShareGroup, ShareMember, SharePartition
-from kaudit.cluster.protocol import load_kafka_python
-from kaudit.cluster.protocol_config import (
+from kaudit.cluster.protocol import (
     client_of,
     error_name,
-    kafka_python_config,
+    load_kafka_python,
     raise_for,
     send_to,
+    why_not_read,
 )
+from kaudit.cluster.protocol_config import kafka_python_config
 from kaudit.connection.redact import redact
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
@@ -61,6 +62,15 @@ class ShareGroupsRead:
     unread: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Ask:
+    broker: Broker
+    client: Any = None
+    groups: list[ShareGroup] | None = None
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
 def read_share_groups(settings: ConnectionSettings, brokers: tuple[Broker, ...],
                       deadline: Deadline) -> ShareGroupsRead:
     """Every broker's share groups, described, within ``deadline``."""
@@ -72,32 +82,45 @@ def read_share_groups(settings: ConnectionSettings, brokers: tuple[Broker, ...],
         return out
     load_kafka_python()
     messages()
-    with ask_brokers(brokers, config, deadline, _groups_of, "kaudit-share") as asks:
-        for ask, groups in every_answer(asks, deadline, grace=1):
-            if groups is not None:
-                out.groups.extend(groups)
-            else:
-                out.unread.append(f"share groups coordinated by broker {ask.broker.id}: "
-                                  f"{ask.why(deadline)}")
+    asks = [_Ask(b) for b in brokers]
+    for ask in asks:
+        threading.Thread(target=_ask_broker, args=(ask, config, deadline), daemon=True,
+                         name=f"kaudit-share-{ask.broker.id}").start()
+    for ask in asks:
+        ask.done.wait(deadline.left() + 1)
+        if ask.groups is not None:
+            out.groups.extend(ask.groups)
+        else:
+            out.unread.append(f"share groups coordinated by broker {ask.broker.id}: "
+                              f"{ask.error or why_not_read(TimeoutError(), ask.broker, deadline)}")
+        threading.Thread(target=_close_when_done, args=(ask,), daemon=True).start()
     out.groups.sort(key=lambda g: g.group_id)
     return out
 
 
-def _groups_of(client: Any, broker: Broker, deadline: Deadline) -> list[ShareGroup]:
-    """The share groups ``broker`` coordinates, described."""
+def _ask_broker(ask: _Ask, config: dict[str, Any], deadline: Deadline) -> None:
     from kafka.protocol.admin import ListGroupsRequest
 
-    listed = send_to(client, broker.id, ListGroupsRequest(
-        states_filter=[], types_filter=["share"], min_version=5), deadline)
-    raise_for(listed.error_code, "ListGroups")
-    ids = sorted(g.group_id for g in listed.groups)
-    if not ids:
-        return []
-    m = messages()
-    described = send_to(client, broker.id, m.ShareGroupDescribeRequest(
-        group_ids=ids, include_authorized_operations=False, min_version=1), deadline)
-    offsets = send_to(client, broker.id, _offsets_request(ids), deadline)
-    return share_groups(described, offsets, broker.id)
+    broker = ask.broker
+    try:
+        ask.client = client_of(broker, config, deadline)
+        listed = send_to(ask.client, broker.id,
+                         ListGroupsRequest(states_filter=[], types_filter=["share"],
+                                           min_version=5), deadline)
+        raise_for(listed.error_code, "ListGroups")
+        ids = sorted(g.group_id for g in listed.groups)
+        if not ids:
+            ask.groups = []
+            return
+        m = messages()
+        described = send_to(ask.client, broker.id, m.ShareGroupDescribeRequest(
+            group_ids=ids, include_authorized_operations=False, min_version=1), deadline)
+        offsets = send_to(ask.client, broker.id, _offsets_request(ids), deadline)
+        ask.groups = share_groups(described, offsets, broker.id)
+    except Exception as exc:
+        ask.error = why_not_read(exc, broker, deadline)
+    finally:
+        ask.done.set()
 
 
 def _offsets_of(group: Any) -> tuple[list[SharePartition], str | None]:
@@ -171,6 +194,13 @@ def share_groups(described: Any, offsets: Any, coordinator: int) -> list[ShareGr
     return out
 
 
+def _close_when_done(ask: _Ask) -> None:
+    ask.done.wait()
+    if ask.client is not None:
+        with contextlib.suppress(Exception):  # a frozen broker's client: nothing to report
+            ask.client.close()
+
+
 def find_coordinator(settings: ConnectionSettings, brokers: Sequence[Broker], key_type: int,
                      key: str, deadline: Deadline) -> Broker:
     """The broker that coordinates ``key`` (FindCoordinator v6, ``key_type``
@@ -178,20 +208,25 @@ def find_coordinator(settings: ConnectionSettings, brokers: Sequence[Broker], ke
     answers; raises with every broker's reason when none does."""
     from kafka.protocol.metadata import FindCoordinatorRequest
 
-
-    def ask(client: Any, broker: Broker, deadline: Deadline) -> Broker:
-        answer = send_to(client, broker.id, FindCoordinatorRequest(
-            key_type=key_type, coordinator_keys=[key], min_version=4), deadline)
-        (found,) = answer.coordinators
-        raise_for(found.error_code, "FindCoordinator")
-        return Broker(int(found.node_id), found.host, int(found.port))
-
     config = kafka_python_config(settings)
     load_kafka_python()
-    try:
-        return first_in_turn(brokers, config, deadline, ask)
-    except Unanswered as none:
-        raise RuntimeError(f"no coordinator found for {key}: {none}") from None
+    said = []
+    for broker in brokers:
+        client = None
+        try:
+            client = client_of(broker, config, deadline)
+            answer = send_to(client, broker.id, FindCoordinatorRequest(
+                key_type=key_type, coordinator_keys=[key], min_version=4), deadline)
+            (found,) = answer.coordinators
+            raise_for(found.error_code, "FindCoordinator")
+            return Broker(int(found.node_id), found.host, int(found.port))
+        except Exception as exc:
+            said.append(why_not_read(exc, broker, deadline))
+        finally:
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close()
+    raise RuntimeError(f"no coordinator found for {key}: " + "; ".join(said))
 
 
 def share_state_key(group: str, topic_id: str, partition: int) -> str:
