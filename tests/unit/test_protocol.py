@@ -216,24 +216,17 @@ def test_each_answer_is_an_epoch_end_or_what_the_leader_said(version: int) -> No
 
 
 def test_epoch_ends_not_read_come_back_with_why_within_the_deadline() -> None:
-    import socket
     import time
 
-    from kaudit.cluster.model import Broker
     from kaudit.waiting import Deadline
+    from tests.silent_broker import silent_broker
 
-    silent = socket.socket()  # accepts connections (the backlog) and never answers
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(8)
-    try:
-        port = silent.getsockname()[1]
+    with silent_broker() as broker:
+        port = broker.port
         started = time.monotonic()
-        said = read_epoch_ends(ConnectionSettings(f"127.0.0.1:{port}"),
-                               {1: Broker(1, "127.0.0.1", port)},
+        said = read_epoch_ends(ConnectionSettings(f"127.0.0.1:{port}"), {1: broker},
                                {("t", 0): (1, 3), ("t", 1): (2, 3)}, Deadline(1.0))
         assert time.monotonic() - started < 5
-    finally:
-        silent.close()
     assert said == {("t", 0): f"broker 1 (127.0.0.1:{port}) gave no answer within 1s",
                     ("t", 1): "its leader, broker 2, is not registered"}
     bad = read_epoch_ends(ConnectionSettings("h:1", properties={

@@ -4,7 +4,6 @@ read itself is proven on the lab: tests/integration/test_quorum_audit.py)."""
 
 from __future__ import annotations
 
-import socket
 import time
 import uuid
 from typing import Any
@@ -28,6 +27,7 @@ from kaudit.cluster.quorum import (
 )
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.waiting import Deadline
+from tests.silent_broker import silent_broker
 
 VOTER_DIR = uuid.UUID("1f4c589b-ad83-6206-1296-15ce61662eff")
 
@@ -136,17 +136,11 @@ def test_a_snapshot_taken_before_the_quorum_was_read_says_so() -> None:
 
 
 def test_a_quorum_not_read_comes_back_with_why_within_the_deadline() -> None:
-    silent = socket.socket()  # accepts connections (the backlog) and never answers
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(8)
-    try:
-        port = silent.getsockname()[1]
+    with silent_broker() as broker:
+        port = broker.port
         started = time.monotonic()
-        read = read_quorum(ConnectionSettings(f"127.0.0.1:{port}"),
-                           [Broker(1, "127.0.0.1", port)], Deadline(1.0))
+        read = read_quorum(ConnectionSettings(f"127.0.0.1:{port}"), [broker], Deadline(1.0))
         assert time.monotonic() - started < 5
-    finally:
-        silent.close()
     assert read.quorum is None
     assert read.unread == f"broker 1 (127.0.0.1:{port}) gave no answer within 1s"
     assert read_quorum(ConnectionSettings("h:1"), [], Deadline(1.0)).unread == \
