@@ -453,8 +453,11 @@ class AdminSession:
                 for key, error in errors.items():
                     failed[key] = kafka_message(error) or error.__class__.__name__
                 break
-            # "No leaders found": librdkafka's cache lacks them until metadata is asked.
-            for topic in {t for (t, _), e in errors.items() if "leaders" in str(e)}:
+            # librdkafka's metadata cache is not refreshed by the admin client's own
+            # ListOffsets errors: "No leaders found" until metadata is asked, and after a
+            # leader moves FENCED_LEADER_EPOCH (its cached epoch sent again) for as long as
+            # one cares to retry. Ask for the failed topics' metadata before the next try.
+            for topic in {t for t, _ in errors}:
                 with contextlib.suppress(Exception):  # the next try says what is wrong
                     self.admin.list_topics(topic=topic, timeout=min(self.settings.timeout, 5))
             time.sleep(0.3)

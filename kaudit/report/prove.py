@@ -82,7 +82,7 @@ def _run(rep: RunReport) -> dict[str, Any]:
             "unavailable_seconds": rep.timeline.summary()["unavailable_seconds"],
             "events": [{"at_s": e.at_s, "kind": e.kind, "detail": e.detail,
                         "partition": e.partition} for e in rep.events],
-            "verdict": rep.verdict}
+            "notes": list(rep.notes), "verdict": rep.verdict}
 
 
 def prove_table(proof: Proof) -> str:

@@ -3,11 +3,13 @@ is waited out, not reported as an unreachable cluster (real brokers, a real kill
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from kaudit.cluster.client import AdminSession
 from kaudit.cluster.topics import TopicSpec, create_probe_topic, delete_probe_topic, partition_roles
@@ -73,3 +75,40 @@ def test_a_leader_missing_while_a_fault_is_in_force_is_waited_out(
         injector.join(180)
         injector.heal()
         delete_probe_topic(session, topic)
+
+
+def test_offsets_read_after_the_leadership_moved_away_and_back(lab: Lab) -> None:
+    # A long-lived client keeps the leader and its epoch from the first read. When the
+    # leadership moves away and back (a restarted leader made preferred leader again), that
+    # broker fences the old epoch with FENCED_LEADER_EPOCH, and librdkafka's admin client
+    # sent it again and again: the probe's loss evidence was then never read.
+    from confluent_kafka import ElectionType
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    conn = ConnectionSettings(lab.bootstrap, timeout=10)
+    operator, reader = AdminSession(conn), AdminSession(conn)
+    moves = KafkaAdminClient(bootstrap_servers=lab.bootstrap)
+    topic = f"kaudit-test-epoch-{uuid.uuid4().hex[:8]}"
+    create_probe_topic(operator, TopicSpec(topic, 1, 3, 1, None))
+    try:
+        first, followers = partition_roles(operator, topic)
+        assert len(followers) == 2, "the partition's followers are not all in sync"
+        assert reader.list_offsets(topic, [0], "earliest") == {0: 0}
+        for order in ([*followers, first], [first, *followers]):
+            moves.alter_partition_reassignments({KafkaTopicPartition(topic, 0): order})
+            leader = order[0]
+
+            def led_by(broker: int = leader) -> bool:
+                # Preferred election, asked until the new first replica leads.
+                with contextlib.suppress(Exception):
+                    operator.admin.elect_leaders(ElectionType.PREFERRED, [
+                        ConfluentTopicPartition(topic, 0)]).result(timeout=5)
+                return partition_roles(operator, topic)[0] == broker
+
+            assert wait_for(led_by, 60), f"broker {leader} did not become the leader"
+        assert reader.list_offsets(topic, [0], "earliest") == {0: 0}
+        assert reader.list_offsets(topic, [0], "latest") == {0: 0}
+    finally:
+        moves.close()
+        delete_probe_topic(operator, topic)

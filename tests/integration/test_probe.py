@@ -382,7 +382,7 @@ def test_prove_confirms_every_claim_every_run(lab: Lab, restore_brokers: None) -
     # acknowledged, the offsets written again or past the log's end.
     causes = runs["acks1"]["lost_causes"]
     assert (causes["truncated"], causes["deleted"], causes["unknown"]) == (
-        runs["acks1"]["lost"], 0, 0), causes
+        runs["acks1"]["lost"], 0, 0), (causes, runs["acks1"]["notes"])
     assert runs["acks1"]["read_then_lost_causes"] is None
     # ... placed in leader epochs. The new leader starts its epoch at its own log end, so
     # on its log the epoch the lost records were written in (or, when the client did not

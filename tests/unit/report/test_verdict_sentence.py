@@ -200,6 +200,12 @@ def test_a_prove_sentence_counts_the_claims_and_names_one_that_did_not_hold() ->
         "judged, their run not made or inconclusive.")
     doc["rows"] = [r for r in doc["rows"] if r["verdict"] == "CONFIRMED"]
     assert prove_sentence(doc) == "All 2 claims held in 5 s."
+    # A run's notes say why evidence is missing (a loss whose cause is unknown).
+    noted = probe_report(acked=30, lost=4, read_then_lost=0)
+    noted.notes.append("the partitions' log start and end offsets were not read")
+    doc = prove_document(Proof(judge({"acks1": noted}), {"acks1": noted}, 5.0))
+    assert doc["runs"]["acks1"]["notes"] == [
+        "the partitions' log start and end offsets were not read"]
 
 
 def test_a_loss_to_deletion_alone_is_explained_as_retention_not_as_a_failover() -> None:
