@@ -71,15 +71,23 @@ def _source_names() -> dict[int, ConfigSource]:
     return names
 
 
-def _configs(entries: Mapping[str, Any], sources: dict[int, ConfigSource]) -> ConfigMap:
-    # confluent-kafka hands the source over as a plain int; map it once per code.
+def _configs(entries: Mapping[str, Any], sources: dict[int, ConfigSource],
+             made: dict[tuple[str, str | None, int, bool], ConfigValue]) -> ConfigMap:
+    """``made``: the values made so far in this read, shared (they are immutable): most
+    topics inherit the same defaults, and 2,000 topics have 120,000 entries."""
     unknown = ConfigSource.UNKNOWN_CONFIG
-    return freeze_configs({
-        name: ConfigValue(name=name, value=None if e.is_sensitive else e.value,
-                          source=sources.get(int(e.source), unknown),
-                          sensitive=bool(e.is_sensitive))
-        for name, e in entries.items()
-    })
+    out = {}
+    for name, e in entries.items():
+        sensitive = bool(e.is_sensitive)
+        # confluent-kafka hands the source over as a plain int; map it once per code.
+        key = (name, None if sensitive else e.value, int(e.source), sensitive)
+        value = made.get(key)
+        if value is None:
+            value = made[key] = ConfigValue(name=name, value=key[1],
+                                            source=sources.get(key[2], unknown),
+                                            sensitive=sensitive)
+        out[name] = value
+    return freeze_configs(out)
 
 
 HIDDEN_SECURITY_CONFIG = "allow.everyone.if.no.acl.found"
@@ -110,6 +118,7 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
     broker = restype == client.ResourceType.BROKER
     batch_size = 1 if broker else TOPIC_BATCH
     sources = _source_names()
+    made: dict[tuple[str, str | None, int, bool], ConfigValue] = {}
     out: dict[str, ConfigMap] = {}
     pending, unknown_tries = list(names), 0
     while pending:
@@ -123,7 +132,7 @@ def _describe_configs(session: AdminSession, restype: Any, names: Iterable[str],
         pending, unknown, silent = [], [], []
         for name, fut in futures.items():
             try:
-                out[name] = _configs(session.outcome(fut, max(1.0, try_for)), sources)
+                out[name] = _configs(session.outcome(fut, max(1.0, try_for)), sources, made)
             except ConnectionFailure:  # no answer in time (or credentials refused)
                 if session.collector.fatal():
                     raise

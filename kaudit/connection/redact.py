@@ -82,13 +82,16 @@ def _redact_text(text: str) -> str:
     for secret in _longest_first:
         if secret in text:
             text = text.replace(secret, MASK)
-    # Each pattern needs an "=" or a "://": most texts have neither, and skip the regexes.
+    # Each pattern needs an "=" or a "://", and the JAAS and query ones a "password" or
+    # "secret" too: most texts have neither, and skip the regexes (over a 3 MB report they
+    # took a quarter of a second).
     if "=" in text:
-        text = _JAAS_SECRET.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
+        lowered = text.lower()
+        if "password" in lowered or "secret" in lowered:
+            text = _JAAS_SECRET.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
+            text = _QUERY_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}", text)
     if "://" in text:
         text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
-    if "=" in text:
-        text = _QUERY_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}", text)
     return text
 
 
