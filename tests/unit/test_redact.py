@@ -70,3 +70,13 @@ def test_a_urls_password_in_a_page_is_masked_and_the_rest_of_the_url_kept() -> N
     page = "<p>jdbc:postgresql://db/shop?user=u&amp;password=s3cr%26t&amp;table=orders</p>"
     assert redact(page) == f"<p>jdbc:postgresql://db/shop?user=u&amp;password={MASK}" \
                            "&amp;table=orders</p>"
+
+
+def test_the_inline_patterns_are_skipped_only_where_they_cannot_match() -> None:
+    # They run only on text that says "password" or "secret", in any case.
+    assert redact('clientId="app" clientSecret="s3cr3t-value";') == (
+        f'clientId="app" clientSecret={MASK};')
+    assert redact("https://idp.example/token?PASSWORD=hunter22&x=1") == (
+        f"https://idp.example/token?PASSWORD={MASK}&x=1")
+    plain = "min.insync.replicas=1 on topic orders, acks=all"
+    assert redact(plain) == plain
