@@ -53,12 +53,13 @@ def tiered_lab(request: pytest.FixtureRequest) -> str:
     return lab.bootstrap
 
 
-def kafka_configs(bootstrap: str, topic: str) -> dict[str, tuple[str, str]]:
-    """(value, source) of every setting of ``topic`` as `kafka-configs.sh --describe
-    --all` prints it: the source is its first synonym's (the one in force)."""
+def kafka_configs(bootstrap: str, name: str, entity: str = "topics"
+                  ) -> dict[str, tuple[str, str]]:
+    """(value, source) of every setting of topic (or broker) ``name`` as `kafka-configs.sh
+    --describe --all` prints it: the source is its first synonym's (the one in force)."""
     out = kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap,
-                      "--describe", "--all", "--entity-type", "topics",
-                      "--entity-name", topic).stdout
+                      "--describe", "--all", "--entity-type", entity,
+                      "--entity-name", name).stdout
     found = {}
     for line in out.splitlines():
         entry = re.match(r"\s+([\w.]+)=(.*) sensitive=\w+ synonyms=\{(\w+):", line)
@@ -165,3 +166,91 @@ def test_ka321_fires_when_remote_log_metadata_accepts_one_acknowledgement(
     finally:
         alter(tiered_topics, "--entity-type", "topics", "--entity-name", topic,
               "--add-config", "min.insync.replicas=2")
+
+
+def metadata_replicas(bootstrap: str) -> dict[int, tuple[list[int], list[int]]]:
+    """Each partition of __remote_log_metadata: its replicas and in-sync replicas, as
+    `kafka-topics.sh --describe` prints them."""
+    out = kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
+                     "--describe", "--topic", METADATA_TOPIC).stdout
+    found = {}
+    for line in out.splitlines():
+        row = re.search(r"Partition: (\d+)\s.*Replicas: ([\d,]+)\s+Isr: ([\d,]+)", line)
+        if row:
+            found[int(row[1])] = ([int(b) for b in row[2].split(",")],
+                                  [int(b) for b in row[3].split(",")])
+    assert found, out
+    return found
+
+
+def test_ka320_fires_when_remote_log_metadata_is_kept_on_one_replica(
+        tiered_topics: str) -> None:
+    from kafka import KafkaAdminClient, TopicPartition
+
+    before = metadata_replicas(tiered_topics)
+    assert all(len(replicas) == 3 for replicas, _ in before.values()), before
+    moves = KafkaAdminClient(bootstrap_servers=tiered_topics)
+
+    def reassign(to: dict[int, list[int]]) -> None:
+        moves.alter_partition_reassignments(
+            {TopicPartition(METADATA_TOPIC, p): replicas for p, replicas in to.items()})
+
+    try:
+        # Each partition down to its first replica, as a setup with one broker leaves it.
+        reassign({p: replicas[:1] for p, (replicas, _) in before.items()})
+        assert wait_for(lambda: all(len(r) == 1 for r, _ in
+                                    metadata_replicas(tiered_topics).values()), 60)
+        run = run_kaudit("check", "-b", tiered_topics, "--exit-zero", "-f", "json")
+        ka320 = [(f["subject"]["name"], f["actual"]) for f in
+                 json.loads(run.stdout)["findings"] if f["rule"] == "KA320"]
+        assert ka320 == [(METADATA_TOPIC, "1")], run.stdout[-2000:]
+    finally:
+        reassign({p: replicas for p, (replicas, _) in before.items()})
+        assert wait_for(lambda: all(len(r) == len(i) == 3 for r, i in
+                                    metadata_replicas(tiered_topics).values()), 120)
+        moves.close()
+
+
+@pytest.fixture()
+def tiered_off_on_one_broker(tiered_topics: str, request: pytest.FixtureRequest
+                             ) -> Iterator[int]:
+    """The audit lab's broker 3 restarted with remote.log.storage.system.enable=false, as a
+    partial rollout leaves a broker (Kafka refuses to create a tiered topic then, but one
+    that exists stays, its broker logging that it cannot apply the topic's settings);
+    restarted with its own file afterwards."""
+    from kaudit.probe.faults.lab import LabControl
+
+    if os.environ.get("KAUDIT_TEST_TIERED_BOOTSTRAP"):
+        pytest.skip("restarts a broker: the audit lab's only")
+    lab: AuditLab = request.getfixturevalue("audit_lab")
+    broker, control = 3, LabControl(Path(lab.state_dir))
+    properties = Path(lab.state_dir) / f"broker-{broker}" / "server.properties"
+    kept = properties.read_text()
+    setting = "remote.log.storage.system.enable=true"
+    assert setting in kept.splitlines()
+    try:
+        control.kill(broker, "TERM")
+        properties.write_text(kept.replace(setting, "remote.log.storage.system.enable=false"))
+        control.start(broker)
+        yield broker
+    finally:
+        control.kill(broker, "TERM")
+        properties.write_text(kept)
+        control.start(broker)
+        assert wait_for(lambda: all(len(r) == len(i) for r, i in
+                                    metadata_replicas(tiered_topics).values()), 120)
+
+
+def test_ka114_names_the_broker_restarted_with_tiered_storage_off(
+        tiered_topics: str, tiered_off_on_one_broker: int) -> None:
+    broker = tiered_off_on_one_broker
+    assert kafka_configs(tiered_topics, str(broker), "brokers")[
+        "remote.log.storage.system.enable"] == ("false", "STATIC_BROKER_CONFIG")
+    run = run_kaudit("check", "-b", tiered_topics, "--exit-zero", "-f", "json")
+    ka114 = {f["subject"]["name"]: f for f in json.loads(run.stdout)["findings"]
+             if f["rule"] == "KA114"}
+    # Every tiered topic of ours, each naming that broker alone, from its static file.
+    assert set(ka114) >= {GOOD, ARMED, INHERITS}, sorted(ka114)
+    for topic in (GOOD, ARMED, INHERITS):
+        assert (ka114[topic]["actual"], ka114[topic]["source"]) == (
+            f"false on broker(s) {broker}", "STATIC_BROKER_CONFIG"), ka114[topic]
