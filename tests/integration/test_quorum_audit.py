@@ -307,3 +307,45 @@ def test_a_frozen_voter_is_named_as_kafka_metadata_quorum_shows_it(
         assert lab.kaudit("start", str(frozen)).code == 0
     assert wait_for(lambda: _lagging(lab, policy) is None, 60), \
         f"controller {frozen} still lagging after it was resumed"
+
+
+def _voters(audit_lab: AuditLab) -> tuple[int, dict[int, str]]:
+    """The quorum's leader and each voter's directory id, as `kafka-metadata-quorum.sh
+    describe --status` prints them."""
+    status = status_of(kafka_tool(
+        "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller",
+        audit_lab.bootstrap_controllers, "describe", "--status").stdout)
+    voters = json.loads(status["CurrentVoters"])
+    return int(status["LeaderId"]), {int(v["id"]): v["directoryId"] for v in voters}
+
+
+def test_a_voter_removed_leaves_an_even_quorum_named_ka314_until_it_is_added_back(
+        audit_lab: AuditLab) -> None:
+    # KIP-853: a voter of a dynamic quorum removed (it runs on as an observer), then added
+    # back from its own server.properties, as an operator replacing a controller does.
+    leader, voters = _voters(audit_lab)
+    assert len(voters) == 3, voters
+    removed = next(v for v in sorted(voters) if v != leader)
+    properties = Path(audit_lab.state_dir) / f"controller-{removed}" / "server.properties"
+    quorum_command = ("org.apache.kafka.tools.MetadataQuorumCommand",
+                      "--bootstrap-controller", audit_lab.bootstrap_controllers)
+    kafka_tool(*quorum_command, "remove-controller", "--controller-id", str(removed),
+               "--controller-directory-id", voters[removed])
+    try:
+        assert wait_for(lambda: removed not in _voters(audit_lab)[1], 60)
+        run = run_kaudit("check", "-b", audit_lab.bootstrap, "-f", "json", "--exit-zero")
+        found = {f["rule"]: f for f in json.loads(run.stdout)["findings"]
+                 if f["rule"] in QUORUM_RULES}
+        # Two voters: even (KA314), and fewer than the three the profile requires (KA313).
+        assert sorted(found) == ["KA313", "KA314"], found
+        assert found["KA314"]["actual"] == "2"
+        assert found["KA314"]["message"].startswith(
+            f"The controller quorum has 2 voters "
+            f"({', '.join(str(v) for v in sorted(voters) if v != removed)})"), found["KA314"]
+    finally:
+        kafka_tool(*quorum_command, "--command-config", str(properties), "add-controller")
+        assert wait_for(lambda: _voters(audit_lab)[1] == voters, 60), \
+            f"controller {removed} is not a voter again"
+    run = run_kaudit("check", "-b", audit_lab.bootstrap, "-f", "json", "--exit-zero")
+    assert not [f for f in json.loads(run.stdout)["findings"]
+                if f["rule"] in ("KA313", "KA314")]
