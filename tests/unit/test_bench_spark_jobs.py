@@ -20,6 +20,7 @@ def _bench() -> Any:
         spec = importlib.util.spec_from_loader("bench_reconcile", loader)
         assert spec is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_reconcile"] = module  # its dataclasses look themselves up there
         loader.exec_module(module)
         return module
     finally:
