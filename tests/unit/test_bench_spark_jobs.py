@@ -70,3 +70,23 @@ def test_a_stage_two_jobs_wait_on_is_counted_once(tmp_path: Path) -> None:
     # 1.0-9.1 s and 10.0-10.5 s: 8.6 s, not 8.0 + 8.0 + 0.5.
     assert found["jobs_seconds"] == 8.6
     assert found["app_seconds"] == 10.5
+
+
+def test_each_executors_peak_memory_is_its_highest_over_the_stages(tmp_path: Path) -> None:
+    mib = 2**20
+
+    def peak(executor: str, stage: int, heap: int, rss: int) -> dict[str, Any]:
+        return {"Event": "SparkListenerStageExecutorMetrics", "Executor ID": executor,
+                "Stage ID": stage, "Stage Attempt ID": 0, "Executor Metrics": {
+                    "JVMHeapMemory": heap * mib, "JVMOffHeapMemory": 10 * mib,
+                    "ProcessTreeJVMRSSMemory": rss * mib}}
+
+    events = [peak("driver", 1, 300, 900), peak("1", 1, 500, 800),
+              peak("driver", 2, 200, 950), peak("1", 2, 700, 750)]
+    (tmp_path / "app-2").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    found = _bench().spark_jobs(tmp_path)["peak_memory_mib"]
+
+    assert found == {
+        "1": {"heap": 700.0, "off_heap": 10.0, "rss": 800.0, "python_rss": 0.0},
+        "driver": {"heap": 300.0, "off_heap": 10.0, "rss": 950.0, "python_rss": 0.0}}
