@@ -253,4 +253,4 @@ def test_ka114_names_the_broker_restarted_with_tiered_storage_off(
     assert set(ka114) >= {GOOD, ARMED, INHERITS}, sorted(ka114)
     for topic in (GOOD, ARMED, INHERITS):
         assert (ka114[topic]["actual"], ka114[topic]["source"]) == (
-            f"false on broker(s) {broker}", "STATIC_BROKER_CONFIG"), ka114[topic]
+            f"false on broker {broker}", "STATIC_BROKER_CONFIG"), ka114[topic]

@@ -166,16 +166,16 @@ def tiered_without_broker_support(topic: Topic, ctx: TopicContext) -> Iterator[V
     if not off:
         return
     first = next(iter(off.values()))
-    brokers = ", ".join(str(b) for b in off)
+    brokers = ("broker " if len(off) == 1 else "brokers ") + ", ".join(str(b) for b in off)
     every = len(off) == len(ctx.snapshot.broker_configs)
     yield Violation(topic_subject(topic),
                     f"Topic {topic.name} is tiered ({_said(tiered)}) but "
-                    f"{'every broker' if every else 'broker(s) ' + brokers} "
+                    f"{'every broker' if every else brokers} "
                     f"{'has' if every or len(off) == 1 else 'have'} {name}=false "
-                    f"({provenance(first)}): they copy nothing to remote storage and "
-                    "cannot serve the records already there.",
+                    f"({provenance(first)}): {'it copies' if len(off) == 1 else 'they copy'} "
+                    "nothing to remote storage and cannot serve the records already there.",
                     expected=f"{name}=true on every broker",
-                    actual=f"false on broker(s) {brokers}", source=first.source.value,
+                    actual=f"false on {brokers}", source=first.source.value,
                     topic=topic.name)
 
 
