@@ -228,10 +228,12 @@ class LeaderGone(Exception):
 
 def unreachable(settings: ConnectionSettings, collector: ErrorCollector,
                 exc: BaseException | None = None) -> ConnectionFailure:
-    """The one "cannot reach Kafka" error (exit 3), with the reason the client saw: a
-    refused login or an untrusted certificate is "cannot connect", anything else is the
-    cluster not answering within the timeout."""
-    reason = collector.explain() or (kafka_message(exc) if exc else None) or "no response"
+    """The one "cannot reach Kafka" error (exit 3), with the reason the client saw (a broker's
+    own answer before an older transport error): a refused login or an untrusted certificate
+    is "cannot connect", anything else is the cluster not answering within the timeout."""
+    err: Any = exc.args[0] if exc is not None and exc.args else None
+    said = err.str() if hasattr(err, "code") and err.code() > 0 and not collector.fatal() else None
+    reason = said or collector.explain() or (kafka_message(exc) if exc else None) or "no response"
     if collector.fatal():
         return ConnectionFailure(
             f"cannot connect to Kafka at {settings.bootstrap_servers}: {reason}")
@@ -430,8 +432,7 @@ class AdminSession:
             errors: dict[tuple[str, int], BaseException] = {}
             for tp, future in futures.items():
                 try:
-                    # Python's wait outlasts librdkafka's, so a slow answer is librdkafka's
-                    # timeout.
+                    # Python's wait outlasts librdkafka's: a slow answer is librdkafka's timeout.
                     offset = int(future.result(timeout=max(0.5, deadline.left()) + 1).offset)
                     if offset < 0 and spec in ("earliest", "latest"):
                         # A leader that died and is not yet fenced "answers" -1001

@@ -169,3 +169,23 @@ def test_offsets_without_leaders_in_the_clients_cache_ask_for_metadata_again() -
     session.admin = cast(Any, admin)
     assert session.list_offsets("orders", [0, 1], "latest") == {0: 42, 1: 42}
     assert admin.asked == ["orders"]  # once, for both partitions
+
+
+def test_a_brokers_own_error_is_the_reason_given_not_an_older_transport_error() -> None:
+    # A leader killed earlier left "Connection refused" behind; the read then failed on the
+    # broker's FENCED_LEADER_EPOCH, which is what the one line must say.
+    from confluent_kafka import KafkaError, KafkaException
+
+    from kaudit.cluster.client import ErrorCollector, unreachable
+    from kaudit.connection.settings import ConnectionSettings
+
+    collector = ErrorCollector()
+    collector(KafkaError(KafkaError._TRANSPORT, "127.0.0.1:9/2: Connection refused"))
+    fenced = KafkaException(KafkaError(KafkaError.FENCED_LEADER_EPOCH))
+    settings = ConnectionSettings("127.0.0.1:9", timeout=10)
+    message = str(unreachable(settings, collector, fenced))
+    assert "Leader epoch is older than broker epoch" in message, message
+    assert "Connection refused" not in message
+    # A local error (librdkafka's own, a negative code) leaves the transport error first.
+    timed_out = KafkaException(KafkaError(KafkaError._TIMED_OUT))
+    assert "Connection refused" in str(unreachable(settings, collector, timed_out))
