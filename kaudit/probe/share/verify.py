@@ -227,31 +227,40 @@ def _after(events: list[Event], first: Event) -> list[Event]:
 
 
 def _why_twice(events: list[Event], killed: Mapping[tuple[int, int], str]) -> str:
-    processed = [e for e in events if e.action == Action.processed]
-    first = min(processed, key=lambda e: (e.at_ms, e.delivery_count))
-    incarnation = (first.worker, first.incarnation)
-    said = f"worker {first.worker} processed it (delivery {first.delivery_count})"
-    after = {e.action: e for e in _after(events, first)}
-    again = [e.delivery_count for e in processed if e is not first]
+    """Why a record was processed more than once: each processing but the last, told in
+    turn, since each is a delivery whose acceptance did not stand. (On a slow host the
+    processing that was held past its lock need not be the first.)"""
+    processed = sorted((e for e in events if e.action == Action.processed),
+                       key=lambda e: (e.at_ms, e.delivery_count))
+    first = processed[0]
+    again = [e.delivery_count for e in processed[1:]]
     recount = (f"; the broker counted the next delivery {min(again)} again (its count "
-               "restarted)") if again and min(again) <= first.delivery_count else ""
+               "restarted)") if min(again) <= first.delivery_count else ""
+    return "; then ".join(_why_again(events, p, killed) for p in processed[:-1]) + recount
+
+
+def _why_again(events: list[Event], processing: Event,
+               killed: Mapping[tuple[int, int], str]) -> str:
+    """Why the record was delivered again after ``processing``, from what its worker
+    journaled next."""
+    said = f"worker {processing.worker} processed it (delivery {processing.delivery_count})"
+    after = {e.action: e for e in _after(events, processing)}
     failed = after.get(Action.ack_failed)
     failure = (f"its acceptance failed: {failed.error}"
                + (f" ({ERRORS[failed.error]})" if failed.error in ERRORS else "")
                if failed else "")
     if Action.accepted in after:
         return (f"{said} and its acceptance was committed, yet it was delivered again "
-                f"(unknown why){recount}")
-    if incarnation in killed:
-        return (f"{said} and was {killed[incarnation]} before its acceptance was committed: "
-                f"the broker delivered it again{recount}")
+                "(unknown why)")
+    if (processing.worker, processing.incarnation) in killed:
+        return (f"{said} and was {killed[(processing.worker, processing.incarnation)]} "
+                "before its acceptance was committed: the broker delivered it again")
     if Action.held in after:
         return (f"{said} and held it past its lock: the broker delivered it again meanwhile"
-                + (f"; then {failure}" if failure else "") + recount)
+                + (f"; then {failure}" if failure else ""))
     if failure:
-        return f"{said}, and {failure}: the broker delivered it again{recount}"
-    return (f"{said}, and no answer to its acceptance was seen: delivered again (unknown "
-            f"why){recount}")
+        return f"{said}, and {failure}: the broker delivered it again"
+    return f"{said}, and no answer to its acceptance was seen: delivered again (unknown why)"
 
 
 def explain_undelivered(result: ShareVerification, placed: Mapping[int, tuple[int, int]],

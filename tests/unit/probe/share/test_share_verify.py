@@ -105,6 +105,25 @@ def test_why_twice_is_what_the_first_processing_journaled() -> None:
     assert "unknown why" in _twice(processed, Event(a, 0, 0, 2, Action.ack_failed, 12, "X"))
 
 
+def test_each_processing_that_did_not_stand_is_told_in_turn() -> None:
+    # On a slow host the other worker's lock expired first; the held processing is the
+    # second of three, and its story must be in the why all the same.
+    a = _seq_of(Treatment.accept, ACCEPT_ONLY)
+    events = [Event(a, 0, 0, 1, Action.processed, 10),
+              Event(a, 0, 0, 1, Action.ack_failed, 12, "INVALID_RECORD_STATE"),
+              Event(a, 1, 0, 2, Action.processed, 20), Event(a, 1, 0, 2, Action.held, 21),
+              Event(a, 1, 0, 2, Action.ack_failed, 40, "INVALID_RECORD_STATE"),
+              Event(a, 0, 0, 3, Action.processed, 30), Event(a, 0, 0, 3, Action.accepted, 31)]
+    (account,) = verify([a], events, ACCEPT_ONLY, 5, {}, "at-least-once").accounts
+    assert (account.fate, account.processings) == (Fate.processed_twice, 3)
+    lock = "(the record was no longer its to acknowledge: its lock had expired)"
+    assert account.why == (
+        f"worker 0 processed it (delivery 1), and its acceptance failed: INVALID_RECORD_STATE "
+        f"{lock}: the broker delivered it again; then worker 1 processed it (delivery 2) and "
+        f"held it past its lock: the broker delivered it again meanwhile; then its "
+        f"acceptance failed: INVALID_RECORD_STATE {lock}")
+
+
 def test_what_breaks_at_least_once() -> None:
     mix = Mix(reject=0.3, poison=0.3)
     a = _seq_of(Treatment.accept, mix)
