@@ -178,7 +178,11 @@ def test_probe_prove_confirms_every_share_claim_on_its_own_short_schedule(lab: L
     run = run_kaudit("probe", "prove", "--only", "share", "-b", lab.bootstrap,
                      "--lab-state-dir", lab.state_dir, "--format", "json", timeout=600)
     doc = json.loads(run.stdout)
-    assert run.code == 0, (doc["rows"], run.stderr)
+    # As text, so that pytest shows it whole: which claim failed, its evidence, the notes.
+    failed = [r for r in doc["rows"] if r["verdict"] != "CONFIRMED"]
+    assert run.code == 0, json.dumps({
+        "rows": failed, "runs": {n: doc["runs"][n] for r in failed for n in r["runs"]},
+        "stderr": run.stderr[-2000:]}, indent=1)
     assert [r["runs"] for r in doc["rows"]] == [["share-kill"], ["share-poison"],
                                                 ["share-slow"], ["share-latest"]]
     assert all(r["verdict"] == "CONFIRMED" for r in doc["rows"])
