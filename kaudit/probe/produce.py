@@ -332,8 +332,11 @@ class SendLoop:
         value = self.encode(seq, self.sent, now)
         while True:
             try:
-                self.producer.produce(self.target.topic, value, None, partition,
-                                      headers=self.headers)
+                if self.headers is None:  # the keyword alone costs 0.4 us a message
+                    self.producer.produce(self.target.topic, value, None, partition)
+                else:
+                    self.producer.produce(self.target.topic, value, None, partition,
+                                          headers=self.headers)
                 break
             except BufferError:
                 # Local queue full: let deliveries drain, and read meanwhile.

@@ -6,8 +6,16 @@ tells a consumer miss from log loss (:mod:`kaudit.probe.runner` decides which).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import select
+import subprocess
+import tempfile
 import threading
 import time
+from array import array
+from pathlib import Path
 from typing import Any
 
 from kaudit.cluster import client
@@ -19,6 +27,8 @@ from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeSettings
 from kaudit.probe.monitor import EventLog
 from kaudit.probe.payload import HEADER_SIZE, MAGIC, RUN_AND_SEQUENCE, VERSION, decode
+from kaudit.probe.reader import END, FOREIGN, PARTITION_MASK, RECORD, consumer_config
+from kaudit.probe.spawn import spawn_worker
 from kaudit.probe.verifier import Verifier
 from kaudit.waiting import Deadline
 
@@ -58,72 +68,42 @@ def read_ends(session: AdminSession, settings: ProbeSettings, topic: str,
     return {p: max(ends[p], ledger.last_acked_offset(p) + 1) for p in partitions}
 
 
-def _consumer(conn: ConnectionSettings, settings: ProbeSettings, group: str) -> Any:
-    return new_consumer(conn, None, **{
-        "group.id": group, "enable.auto.commit": False, "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",
-        "isolation.level": "read_committed" if settings.transactional else "read_uncommitted",
-        "fetch.max.bytes": 52428800,
-    })
-
-
 class ReadPass:
-    """One read-back pass: a fresh consumer reads every partition from where the run
-    began, feeding the verifier, until each is read past its end (:meth:`drain`).
+    """One read-back pass: every partition read from where the run began, feeding the
+    verifier, until each is read past its end (:meth:`drain`). What fetches the messages
+    varies (:class:`ConsumerPass` in this process, :class:`ReaderProcessPass` in one of
+    its own); the bookkeeping and when to stop are here, once.
 
-    :meth:`step` takes one batch of what the client has fetched; the live pass calls it
-    from the send loop while the producer writes (one thread: the verifier and the
-    ledger are never touched concurrently).
+    :meth:`step` takes one batch of what has been fetched; the live pass calls it from the
+    send loop while the producer writes (one thread: the verifier and the ledger are never
+    touched concurrently).
     """
 
-    def __init__(self, conn: ConnectionSettings, settings: ProbeSettings, topic: str,
-                 partitions: list[int], start_offsets: dict[int, int], verifier: Verifier,
-                 run_id: bytes, pass_no: int) -> None:
-        self.conn, self.topic, self.partitions = conn, topic, partitions
-        self.start_offsets = start_offsets
-        self.verifier, self.run_id, self.pass_no = verifier, run_id, pass_no
-        self.consumer: Any = _consumer(conn, settings,
-                                       f"kaudit-probe-verify-{run_id.hex()}-{pass_no}")
+    def __init__(self, conn: ConnectionSettings, partitions: list[int],
+                 start_offsets: dict[int, int], verifier: Verifier, pass_no: int) -> None:
+        self.conn, self.partitions = conn, partitions
+        self.verifier, self.pass_no = verifier, pass_no
         # next offset to read per partition (from messages and end-of-partition events)
         self.position = dict(start_offsets)
         # the last end of partition reached, and when it was first reached
         self.reached_end: dict[int, tuple[int, float]] = {}
-        self.consumer.assign([client.TopicPartition(topic, p, start_offsets[p])
-                              for p in partitions])
+        self.failure: str | None = None
+        """Why the pass could not read on, if it could not (then it is not to be kept)."""
 
     def step(self, timeout: float = 0.0, max_messages: int = READ_BATCH) -> int:
         """Observe one batch of fetched messages; return how many were data messages."""
-        batch = self.consumer.consume(num_messages=max_messages, timeout=timeout)
-        if not batch:
-            return 0
-        eof = client.KafkaError._PARTITION_EOF
-        position = self.position
-        observe = self.verifier.observe_sequence
-        unpack = RUN_AND_SEQUENCE.unpack_from
-        run_id, pass_no = self.run_id, self.pass_no
-        data = 0
-        for msg in batch:
-            err = msg.error()
-            if err is not None:
-                if err.code() == eof:
-                    p = msg.partition()
-                    if msg.offset() > position.get(p, 0):
-                        position[p] = msg.offset()
-                    if self.reached_end.get(p, (-1, 0.0))[0] != msg.offset():
-                        self.reached_end[p] = (msg.offset(), time.monotonic())
-                continue
-            data += 1
-            p = msg.partition()
-            offset = msg.offset()
-            if offset >= position.get(p, 0):
-                position[p] = offset + 1
-            value = msg.value()
-            if value is None or len(value) < HEADER_SIZE:
-                continue
-            magic, version, rid, seq = unpack(value)
-            if magic == MAGIC and version == VERSION and rid == run_id:
-                observe(p, offset, seq, pass_no)
-        return data
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop reading (idempotent)."""
+        raise NotImplementedError
+
+    def _end(self, p: int, offset: int) -> None:
+        """The end of partition ``p`` was reached at ``offset``."""
+        if offset > self.position.get(p, 0):
+            self.position[p] = offset
+        if self.reached_end.get(p, (-1, 0.0))[0] != offset:
+            self.reached_end[p] = (offset, time.monotonic())
 
     def drain(self, ends: dict[int, int]) -> bool:
         """Read on until every partition is read up to its end (see :func:`read_ends`).
@@ -150,11 +130,161 @@ class ReadPass:
                 pending = [p for p in pending if p not in ended]
         return not pending and not short
 
+
+def _group(run_id: bytes, pass_no: int) -> str:
+    return f"kaudit-probe-verify-{run_id.hex()}-{pass_no}"
+
+
+class ConsumerPass(ReadPass):
+    """A read-back pass whose consumer runs in this process."""
+
+    def __init__(self, conn: ConnectionSettings, settings: ProbeSettings, topic: str,
+                 partitions: list[int], start_offsets: dict[int, int], verifier: Verifier,
+                 run_id: bytes, pass_no: int) -> None:
+        super().__init__(conn, partitions, start_offsets, verifier, pass_no)
+        self.run_id = run_id
+        self.consumer: Any = new_consumer(conn, None, **consumer_config(
+            settings.transactional, _group(run_id, pass_no)))
+        self.consumer.assign([client.TopicPartition(topic, p, start_offsets[p])
+                              for p in partitions])
+
+    def step(self, timeout: float = 0.0, max_messages: int = READ_BATCH) -> int:
+        batch = self.consumer.consume(num_messages=max_messages, timeout=timeout)
+        if not batch:
+            return 0
+        eof = client.KafkaError._PARTITION_EOF
+        position = self.position
+        observe = self.verifier.observe_sequence
+        unpack = RUN_AND_SEQUENCE.unpack_from
+        run_id, pass_no = self.run_id, self.pass_no
+        data = 0
+        for msg in batch:
+            err = msg.error()
+            if err is not None:
+                if err.code() == eof:
+                    self._end(msg.partition(), msg.offset())
+                continue
+            data += 1
+            p = msg.partition()
+            offset = msg.offset()
+            if offset >= position.get(p, 0):
+                position[p] = offset + 1
+            value = msg.value()
+            if value is None or len(value) < HEADER_SIZE:
+                continue
+            magic, version, rid, seq = unpack(value)
+            if magic == MAGIC and version == VERSION and rid == run_id:
+                observe(p, offset, seq, pass_no)
+        return data
+
     def close(self) -> None:
-        """Close the consumer (idempotent)."""
         if self.consumer is not None:
             self.consumer.close()
             self.consumer = None
+
+
+class ReaderProcessPass(ReadPass):
+    """A read-back pass whose consumer runs in a process of its own
+    (:mod:`kaudit.probe.reader`): it fetches and decodes on the other core, and this
+    process only observes what it hands over. Its start-up costs a Python interpreter:
+    worth it for a long run, not a short one (:data:`SEPARATE_READER_FROM`)."""
+
+    PIPE_BYTES = 1 << 20
+    """The pipe's capacity, where Linux lets it be raised: the reader fetches ahead while
+    the send loop is busy, up to this much."""
+
+    def __init__(self, conn: ConnectionSettings, settings: ProbeSettings, topic: str,
+                 partitions: list[int], start_offsets: dict[int, int], verifier: Verifier,
+                 run_id: bytes, pass_no: int) -> None:
+        super().__init__(conn, partitions, start_offsets, verifier, pass_no)
+        handle, name = tempfile.mkstemp(prefix="kaudit-probe-reader-", suffix=".err")
+        os.close(handle)
+        self.err = Path(name)
+        """The reader's stderr: its error, should it fail; deleted when the pass closes."""
+        config = {"bootstrap": conn.bootstrap_servers, "properties": conn.properties,
+                  "timeout": conn.timeout, "topic": topic, "run_id": run_id.hex(),
+                  "group": _group(run_id, pass_no), "transactional": settings.transactional,
+                  "start_offsets": {str(p): start_offsets[p] for p in partitions},
+                  "parent_pid": os.getpid()}
+        self.proc: subprocess.Popen[bytes] | None = spawn_worker(
+            "kaudit.probe.reader", config, self.err, stdout=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        self.fd = self.proc.stdout.fileno()
+        with contextlib.suppress(OSError, AttributeError):  # Linux only; else the default
+            fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, self.PIPE_BYTES)
+        os.set_blocking(self.fd, False)
+        self.rest = b""
+
+    def step(self, timeout: float = 0.0, max_messages: int = READ_BATCH) -> int:
+        if self.proc is None:
+            return 0
+        wanted = max_messages * RECORD * 8
+        chunks, size = [self.rest], len(self.rest)
+        while size < wanted:
+            try:
+                chunk = os.read(self.fd, wanted - size)
+            except BlockingIOError:
+                if size or not timeout or not select.select([self.fd], [], [], timeout)[0]:
+                    break
+                continue
+            if not chunk:
+                self._gone()
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+        whole = len(data) - len(data) % (RECORD * 8)
+        self.rest = data[whole:]
+        numbers: array[int] = array("Q")
+        numbers.frombytes(data[:whole])
+        return self._observe(numbers)
+
+    def _observe(self, numbers: array[int]) -> int:
+        position = self.position
+        observe = self.verifier.observe_sequence
+        pass_no, data = self.pass_no, 0
+        it = iter(numbers)
+        for tagged, offset, seq in zip(it, it, it, strict=True):
+            if tagged >= END:
+                self._end(tagged & PARTITION_MASK, offset)
+                continue
+            data += 1
+            p = tagged & PARTITION_MASK
+            if offset >= position.get(p, 0):
+                position[p] = offset + 1
+            if tagged < FOREIGN:
+                observe(p, offset, seq, pass_no)
+        return data
+
+    def _gone(self) -> None:
+        """The reader ended before it was told to: the pass reads no further, and says
+        why (its last error line), so that the runner sets it aside and reads again."""
+        assert self.proc is not None
+        code = self.proc.wait()
+        self.proc = None
+        self.failure = (f"the read-back process ended with exit code {code}: "
+                        f"{_last_line(self.err)}")
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            assert proc.stdout is not None
+            proc.stdout.close()  # a reader blocked on a full pipe gets EPIPE
+            proc.terminate()
+            try:
+                proc.wait(timeout=max(self.conn.timeout, 10))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.err.unlink(missing_ok=True)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        lines = []
+    return lines[-1] if lines else "no error was written"
 
 
 def live_pass_doubt(session: AdminSession, topic: str, partitions: list[int],
@@ -180,8 +310,8 @@ def read_back(conn: ConnectionSettings, settings: ProbeSettings, topic: str,
               partitions: list[int], start_offsets: dict[int, int], ends: dict[int, int],
               verifier: Verifier, run_id: bytes, pass_no: int) -> bool:
     """Read every partition from its start offset past its last acked offset."""
-    reader = ReadPass(conn, settings, topic, partitions, start_offsets, verifier, run_id,
-                      pass_no)
+    reader = ConsumerPass(conn, settings, topic, partitions, start_offsets, verifier, run_id,
+                          pass_no)
     try:
         return reader.drain(ends)
     finally:

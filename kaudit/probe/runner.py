@@ -7,12 +7,14 @@ shared event log. Whatever happens (Ctrl-C included), faults are healed, the
 probe topic is deleted unless kept, and what was sent is still verified.
 
 Read-back pass 1 runs *while* the producer writes (the "live" pass: the send loop
-takes a batch from a consumer now and then, on the same thread), then drains each
+takes a batch of what was read now and then, on the same thread; in a long run a reader
+process of its own fetches and decodes on the other core), then drains each
 partition past its last acknowledged offset once the producer is done: the run takes
 about as long as the slower of writing and reading, not their sum. A live reader sees
 the log as it grows, so it is kept only when nothing can have rewritten the log behind
-it: no fault injected, no leader change seen by the monitor, and no record of the run
-deleted (every partition's log start offset still at or below where the run began).
+it: no fault injected, no leader change seen by the monitor, no record of the run
+deleted (every partition's log start offset still at or below where the run began), and
+its reader process, if it had one, still there at the end.
 Otherwise it is set aside and pass 1 reads the finished log again, as a reader after
 the run would. A second, fresh pass follows whenever pass 1 left an acknowledged
 message unseen, to tell a consumer miss from real log loss.
@@ -46,10 +48,24 @@ from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeReport, ProbeSettings
 from kaudit.probe.monitor import EventLog, LeaderMonitor
 from kaudit.probe.produce import ProgressDisplay, SendTarget, SendTracker, Sent, produce_messages
-from kaudit.probe.readback import LatencyTail, ReadPass, live_pass_doubt, read_back, read_ends
+from kaudit.probe.readback import (
+    ConsumerPass,
+    LatencyTail,
+    ReaderProcessPass,
+    ReadPass,
+    live_pass_doubt,
+    read_back,
+    read_ends,
+)
 from kaudit.probe.verifier import Verification, Verifier
 
 DEFAULT_COUNT = 10_000
+SEPARATE_READER_FROM = 200_000
+"""Runs of at least this many messages (or of a duration at least
+:data:`SEPARATE_READER_SECONDS`) read back live in a process of their own, on the other
+core: the send loop then has its thread to itself. A shorter run does not repay the
+second interpreter's start-up."""
+SEPARATE_READER_SECONDS = 30
 
 
 def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
@@ -74,6 +90,12 @@ def run_probe(conn: ConnectionSettings, settings: ProbeSettings,
     finally:
         run.clean_up()
     return run.report()
+
+
+def _long(settings: ProbeSettings) -> bool:
+    """Whether the run is long enough for a reader process of its own."""
+    return (settings.count or 0) >= SEPARATE_READER_FROM or \
+        (settings.duration or 0) >= SEPARATE_READER_SECONDS
 
 
 def _probe_partitions(session: AdminSession, settings: ProbeSettings, name: str) -> list[int]:
@@ -141,8 +163,9 @@ class ProbeRun:
                                     self.run_id)
             self.tail.start()
         if not s.faults:  # a fault sets the live pass aside anyway: spare the load
-            self.live = ReadPass(self.conn, s, self.topic, self.partitions,
-                                 self.start_offsets, self.verifier, self.run_id, 1)
+            live = ReaderProcessPass if _long(s) else ConsumerPass
+            self.live = live(self.conn, s, self.topic, self.partitions, self.start_offsets,
+                             self.verifier, self.run_id, 1)
         target = SendTarget(self.topic, self.partitions, self.run_id, self.ledger, self.log,
                             self.notes)
         # The send loop and the live pass allocate a few objects per message and keep
@@ -237,8 +260,9 @@ class ProbeRun:
         else set it aside for a fresh pass 1."""
         assert self.live is not None
         complete = self.live.drain(ends)
-        doubt = live_pass_doubt(self.session, self.topic, self.partitions, self.log,
-                                self.start_offsets)
+        doubt = self.live.failure or live_pass_doubt(self.session, self.topic,
+                                                     self.partitions, self.log,
+                                                     self.start_offsets)
         self.live.close()
         self.live = None
         if doubt is None:

@@ -462,3 +462,64 @@ def test_restart_producer_between_two_transactions_resends_nothing_committed(
     assert code == 0, stderr + json.dumps(doc.get("violations"))
     assert (doc["acked"], doc["lost"], doc["duplicated"]) == (200, 0, 0)
     assert any("new producer session" in e["detail"] for e in doc["events"])
+
+
+def _reader_processes() -> list[int]:
+    """This process's children that run the read-back reader (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if ppid == os.getpid() and b"kaudit.probe.reader" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _probe_in_process(lab: Lab, monkeypatch: pytest.MonkeyPatch, count: int,
+                      display: Any = None) -> Any:
+    """A probe run in this process, its live pass read by a reader process of its own
+    (the size that earns one lowered to this run's)."""
+    from kaudit.connection.settings import ConnectionSettings
+    from kaudit.probe import runner
+    from kaudit.probe.model import ProbeSettings
+
+    monkeypatch.setattr(runner, "SEPARATE_READER_FROM", count)
+    settings = ProbeSettings(count=count, expect="exactly-once", e2e_latency=False)
+    return runner.run_probe(ConnectionSettings(lab.bootstrap), settings, display=display)
+
+
+def test_a_reader_process_of_its_own_reads_the_live_pass(
+        lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[int]] = []
+    report = _probe_in_process(lab, monkeypatch, 30000,
+                               lambda sent, share, done: seen.append(_reader_processes()))
+    result = report.verification
+    assert (result.sent, result.acked, result.lost, result.duplicated) == (30000, 30000, 0, 0)
+    assert report.verdict == "pass" and report.live_verification and not report.notes
+    assert any(len(pids) == 1 for pids in seen), seen  # it ran beside the send loop
+    assert _reader_processes() == []  # and it is gone
+
+
+def test_a_reader_process_that_dies_sets_the_live_pass_aside(
+        lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    killed: list[int] = []
+
+    def kill_reader(sent: int, share: float, done: bool) -> None:
+        for pid in _reader_processes() if not killed else []:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    report = _probe_in_process(lab, monkeypatch, 30000, kill_reader)
+    assert killed
+    result = report.verification
+    # Pass 1 read the topic again in this process: every message still accounted for.
+    assert (result.sent, result.acked, result.lost, result.duplicated) == (30000, 30000, 0, 0)
+    assert report.verdict == "pass" and not report.live_verification
+    assert report.notes == ["the live read-back pass was set aside (the read-back process "
+                            "ended with exit code -9: no error was written); pass 1 read the "
+                            "topic again after the run"], report.notes
