@@ -108,14 +108,14 @@ class ReadPass:
     def drain(self, ends: dict[int, int]) -> bool:
         """Read on until every partition is read up to its end (see :func:`read_ends`).
         Give up after the timeout (at least 10 s) without a message, or on a partition
-        whose log has ended short of it for :data:`END_QUIET_S`. True when every
-        partition got there."""
+        whose log has ended short of it for :data:`END_QUIET_S`, or at once when the pass
+        cannot read on (:attr:`failure`). True when every partition got there."""
         position = self.position
         pending = [p for p in self.partitions if position[p] < ends[p]]
         idle_s = max(self.conn.timeout, 10)
         idle = Deadline(idle_s)
         short = False
-        while pending and not idle.expired():
+        while pending and not idle.expired() and self.failure is None:
             if self.step(timeout=0.5, max_messages=10000):
                 idle.extend(idle_s)
             pending = [p for p in pending if position[p] < ends[p]]
