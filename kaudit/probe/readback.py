@@ -6,6 +6,7 @@ tells a consumer miss from log loss (:mod:`kaudit.probe.runner` decides which).
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import fcntl
 import os
@@ -68,7 +69,7 @@ def read_ends(session: AdminSession, settings: ProbeSettings, topic: str,
     return {p: max(ends[p], ledger.last_acked_offset(p) + 1) for p in partitions}
 
 
-class ReadPass:
+class ReadPass(abc.ABC):
     """One read-back pass: every partition read from where the run began, feeding the
     verifier, until each is read past its end (:meth:`drain`). What fetches the messages
     varies (:class:`ConsumerPass` in this process, :class:`ReaderProcessPass` in one of
@@ -90,13 +91,13 @@ class ReadPass:
         self.failure: str | None = None
         """Why the pass could not read on, if it could not (then it is not to be kept)."""
 
+    @abc.abstractmethod
     def step(self, timeout: float = 0.0, max_messages: int = READ_BATCH) -> int:
         """Observe one batch of fetched messages; return how many were data messages."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Stop reading (idempotent)."""
-        raise NotImplementedError
 
     def _end(self, p: int, offset: int) -> None:
         """The end of partition ``p`` was reached at ``offset``."""
