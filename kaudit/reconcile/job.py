@@ -172,6 +172,7 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     from kaudit.reconcile.spark import (
         begin_session,
         connector_jars,
+        out_of_memory,
         quiet_pyspark_errors,
         running_session,
         stop_session,
@@ -210,6 +211,11 @@ def run_reconcile(conn: ConnectionSettings, request: ReconcileRequest) -> Reconc
     try:
         sink_spec = pin_sink(spark, sink_spec)
         return _compare_and_report(conn, request, spark, sink_spec, ranges, started, pipeline)
+    except Exception as exc:
+        short = out_of_memory(exc, request.master)
+        if short is None:
+            raise
+        raise short from None
     finally:
         if owned:
             stop_session(spark)

@@ -128,6 +128,26 @@ def error_line(exc: BaseException, limit: int = 300) -> str:
     return (lines[0] if lines else text)[:limit]
 
 
+OUT_OF_MEMORY = ("Can't acquire", "Unable to acquire", "OutOfMemoryError",
+                 "Java heap space", "GC overhead limit exceeded")
+"""What Spark's errors say when a task or the driver ran out of memory."""
+
+
+def out_of_memory(exc: BaseException, master: str) -> RuntimeUnavailable | None:
+    """The one-line error for a run that Spark could not give the memory it needed (a
+    resource of the runtime, not a bug: exit 3, with the setting to raise); None for any
+    other error."""
+    text = str(exc)
+    if not any(marker in text for marker in OUT_OF_MEMORY):
+        return None
+    where = ("KAUDIT_SPARK_DRIVER_MEMORY (now "
+             f"{os.environ.get('KAUDIT_SPARK_DRIVER_MEMORY', '2g')})"
+             if master.startswith("local") else
+             "spark.executor.memory in spark-defaults.conf (SPARK_CONF_DIR)")
+    return RuntimeUnavailable(f"Spark ran out of memory ({error_line(exc)}); give it more: "
+                              f"{where}")
+
+
 def running_session(master: str) -> Any | None:
     """The session of a Spark context this process already runs on ``master`` (a notebook's,
     a test suite's), for a run to use and leave running; None when there is none. Its jars

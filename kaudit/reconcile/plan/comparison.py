@@ -195,11 +195,30 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
         found.unionByName(_totals_row(summary))
         # The set is small (the suspects' rows), but the big shuffle left it in many
         # partitions; the counts and samples that read it would pay a task per
-        # partition, every time. One partition per core is plenty.
-        .coalesce(max(1, topic.sparkSession.sparkContext.defaultParallelism))
+        # partition, every time. One partition per core, or fewer shuffle partitions
+        # per task than PARTITIONS_PER_KEPT_TASK.
+        .coalesce(kept_partitions(topic.sparkSession.sparkContext.defaultParallelism,
+                                  options.shuffle_partitions))
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     return Comparison(kept)
+
+
+PARTITIONS_PER_KEPT_TASK = 40
+"""Most partitions of the one shuffle that one task of the kept set computes. A task that
+coalesces them computes each one's join with the suspects in turn, and Spark frees each
+one's hash relation (about 1 MiB) only when the task ends: a 100 M record run (800 shuffle
+partitions in 2 tasks) failed on 1 GiB executors, "Can't acquire 1049600 bytes memory to
+build hash relation". 40 is what a 10 M record run (80 in 2) had always used."""
+
+
+def kept_partitions(cores: int, shuffled: int | None) -> int:
+    """Partitions of the kept set: one per core, or more where the one shuffle has more
+    than :data:`PARTITIONS_PER_KEPT_TASK` partitions per core."""
+    cores = max(1, cores)
+    if shuffled is None:
+        return cores
+    return max(cores, -(-shuffled // PARTITIONS_PER_KEPT_TASK))
 
 
 #: The class of the kept set's one row of totals (topic_count: topic records compared,
