@@ -121,3 +121,14 @@ def test_one_pass_over_each_side_one_bulk_shuffle_no_sort(spark: SparkSession,
     assert lineage.count("ParallelCollectionRDD") == 2, lineage
     assert result.counts() == counts(mismatched=1)
     assert (result.topic_records(), result.sink_rows()) == (2, 2)
+
+
+def test_the_kept_set_takes_at_most_40_shuffle_partitions_a_task(spark: SparkSession) -> None:
+    # 100 partitions of the one shuffle: 3 tasks of the kept set, not one per core (each
+    # task frees the suspects' hash relations of its partitions only when it ends).
+    topic = topic_frame(spark, [rec(0, i, str(i), "x", 1.0) for i in range(30)], FIELDS, COLS)
+    sink = sink_frame(spark, [(str(i), "x", 1.0) for i in range(1, 30)],
+                      FIELDS, COLS)
+    result = run(topic, sink, "append", COLS, shuffle_partitions=100)
+    assert result._kept.rdd.getNumPartitions() == 3
+    assert (result.counts()["missing_in_sink"], result.counts()["mismatched"]) == (1, 0)
