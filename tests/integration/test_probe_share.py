@@ -18,10 +18,41 @@ from kaudit.cluster.share_admin import group_coordinator, share_coordinator
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.probe.share.verify import Mix, Treatment, treatment
 from tests.conftest import Lab, heal_lab, run_kaudit
-from tests.integration.test_lab import admin
+from tests.integration.test_lab import admin, wait_until
 from tests.integration.test_share_groups import share_group_command, share_state
 
 pytestmark = [pytest.mark.kafka, pytest.mark.probe]
+
+
+@pytest.fixture(autouse=True)
+def _leaders_where_kafka_wants_them(lab: Lab) -> None:
+    """Every partition led by its preferred replica before a run. Earlier tests kill and
+    restart brokers; Kafka's periodic rebalance then moves leaders back (the share and
+    group coordinators too) at a moment of its choosing, and a move during a run reloads
+    its share-partitions' state: records acknowledged once come again, counted from 1.
+    These tests assert exact fates, so the move is made before, not during, the run."""
+    import contextlib
+
+    from confluent_kafka import ElectionType
+    from confluent_kafka import TopicPartition as ConfluentTopicPartition
+
+    client = admin(lab)
+
+    def misplaced() -> list[Any]:
+        topics = client.list_topics(timeout=10).topics
+        return [ConfluentTopicPartition(t, p) for t, meta in topics.items()
+                for p, part in meta.partitions.items()
+                if part.replicas and part.leader != part.replicas[0]
+                and part.replicas[0] in part.isrs]
+
+    def settled() -> bool:
+        moving = misplaced()
+        if moving:
+            with contextlib.suppress(Exception):
+                client.elect_leaders(ElectionType.PREFERRED, moving).result(timeout=10)
+        return not moving
+
+    wait_until(settled, 90, "every partition led by its preferred replica")
 
 
 def _probe(lab: Lab, *args: str) -> tuple[int, dict[str, Any], str]:
