@@ -27,8 +27,15 @@ from kaudit.probe.latency import LatencyHistogram
 from kaudit.probe.ledger import Ledger
 from kaudit.probe.model import ProbeSettings
 from kaudit.probe.monitor import EventLog
-from kaudit.probe.payload import HEADER_SIZE, MAGIC, RUN_AND_SEQUENCE, VERSION, decode
-from kaudit.probe.reader import END, FOREIGN, PARTITION_MASK, RECORD, consumer_config
+from kaudit.probe.payload import decode
+from kaudit.probe.reader import (
+    END,
+    FOREIGN,
+    PARTITION_MASK,
+    RECORD,
+    consumer_config,
+    encode_batch,
+)
 from kaudit.probe.spawn import spawn_worker
 from kaudit.probe.verifier import Verifier
 from kaudit.waiting import Deadline
@@ -99,6 +106,25 @@ class ReadPass(abc.ABC):
     def close(self) -> None:
         """Stop reading (idempotent)."""
 
+    def _observe(self, numbers: array[int]) -> int:
+        """Observe fetched messages as the reader encodes them (:func:`encode_batch`):
+        one path for both readers. Returns how many were data messages."""
+        position = self.position
+        observe = self.verifier.observe_sequence
+        pass_no, data = self.pass_no, 0
+        it = iter(numbers)
+        for tagged, offset, seq in zip(it, it, it, strict=True):
+            if tagged >= END:
+                self._end(tagged & PARTITION_MASK, offset)
+                continue
+            data += 1
+            p = tagged & PARTITION_MASK
+            if offset >= position.get(p, 0):
+                position[p] = offset + 1
+            if tagged < FOREIGN:
+                observe(p, offset, seq, pass_no)
+        return data
+
     def _end(self, p: int, offset: int) -> None:
         """The end of partition ``p`` was reached at ``offset``."""
         if offset > self.position.get(p, 0):
@@ -151,32 +177,7 @@ class ConsumerPass(ReadPass):
 
     def step(self, timeout: float = 0.0, max_messages: int = READ_BATCH) -> int:
         batch = self.consumer.consume(num_messages=max_messages, timeout=timeout)
-        if not batch:
-            return 0
-        eof = client.KafkaError._PARTITION_EOF
-        position = self.position
-        observe = self.verifier.observe_sequence
-        unpack = RUN_AND_SEQUENCE.unpack_from
-        run_id, pass_no = self.run_id, self.pass_no
-        data = 0
-        for msg in batch:
-            err = msg.error()
-            if err is not None:
-                if err.code() == eof:
-                    self._end(msg.partition(), msg.offset())
-                continue
-            data += 1
-            p = msg.partition()
-            offset = msg.offset()
-            if offset >= position.get(p, 0):
-                position[p] = offset + 1
-            value = msg.value()
-            if value is None or len(value) < HEADER_SIZE:
-                continue
-            magic, version, rid, seq = unpack(value)
-            if magic == MAGIC and version == VERSION and rid == run_id:
-                observe(p, offset, seq, pass_no)
-        return data
+        return self._observe(encode_batch(batch, self.run_id)) if batch else 0
 
     def close(self) -> None:
         if self.consumer is not None:
@@ -239,23 +240,6 @@ class ReaderProcessPass(ReadPass):
         numbers: array[int] = array("Q")
         numbers.frombytes(data[:whole])
         return self._observe(numbers)
-
-    def _observe(self, numbers: array[int]) -> int:
-        position = self.position
-        observe = self.verifier.observe_sequence
-        pass_no, data = self.pass_no, 0
-        it = iter(numbers)
-        for tagged, offset, seq in zip(it, it, it, strict=True):
-            if tagged >= END:
-                self._end(tagged & PARTITION_MASK, offset)
-                continue
-            data += 1
-            p = tagged & PARTITION_MASK
-            if offset >= position.get(p, 0):
-                position[p] = offset + 1
-            if tagged < FOREIGN:
-                observe(p, offset, seq, pass_no)
-        return data
 
     def _gone(self) -> None:
         """The reader ended before it was told to: the pass reads no further, and says

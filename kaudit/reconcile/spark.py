@@ -128,6 +128,11 @@ def error_line(exc: BaseException, limit: int = 300) -> str:
     return (lines[0] if lines else text)[:limit]
 
 
+def driver_memory() -> str:
+    """The memory of the driver kaudit starts (with ``local[*]``, the executor's too)."""
+    return os.environ.get("KAUDIT_SPARK_DRIVER_MEMORY", "2g")
+
+
 OUT_OF_MEMORY = ("Can't acquire", "Unable to acquire", "OutOfMemoryError",
                  "Java heap space", "GC overhead limit exceeded")
 """What Spark's errors say when a task or the driver ran out of memory."""
@@ -140,8 +145,7 @@ def out_of_memory(exc: BaseException, master: str) -> RuntimeUnavailable | None:
     text = str(exc)
     if not any(marker in text for marker in OUT_OF_MEMORY):
         return None
-    where = ("KAUDIT_SPARK_DRIVER_MEMORY (now "
-             f"{os.environ.get('KAUDIT_SPARK_DRIVER_MEMORY', '2g')})"
+    where = (f"KAUDIT_SPARK_DRIVER_MEMORY (now {driver_memory()})"
              if master.startswith("local") else
              "spark.executor.memory in spark-defaults.conf (SPARK_CONF_DIR)")
     return RuntimeUnavailable(f"Spark ran out of memory ({error_line(exc)}); give it more: "
@@ -307,7 +311,7 @@ def begin_session(master: str, jars: list[str] | None) -> StartingSession:
             # spark-submit starts the driver JVM with these, so they apply from its start.
             .set("spark.driver.extraJavaOptions", driver_opts)
             .set("spark.executor.extraJavaOptions", java_opts)
-            .set("spark.driver.memory", os.environ.get("KAUDIT_SPARK_DRIVER_MEMORY", "2g")))
+            .set("spark.driver.memory", driver_memory()))
     log_file = open(log_root / "spark-driver.log", "wb")  # noqa: SIM115 - the JVM keeps it
     # Our own gateway, so the driver JVM's stdout/stderr (JVM warnings, Spark's banner) go
     # to the log file instead of the user's terminal.
