@@ -162,12 +162,15 @@ class ShareWorker:
             return False
 
     def outlive_lock(self, seq: int, delivery: int) -> None:
-        """Hold record ``seq`` until another worker has processed it too (its lock expired
-        and the broker delivered it again), at most ``slow_max_s``; journal the hold."""
+        """Hold record ``seq`` until another worker has processed a later delivery of it
+        (its lock expired and the broker delivered it again), at most ``slow_max_s``;
+        journal the hold. (A delivery before this one does not count: on a slow host the
+        other worker's own lock can expire first, and it has processed the record already.)"""
         deadline = time.monotonic() + self.slow_max_s
         mine = journal_name(self.worker, self.incarnation)
         while time.monotonic() < deadline and not self.stopping:
             if any(e is not None and e.seq == seq and e.action == Action.processed
+                   and e.delivery_count > delivery
                    for path in self.run_dir.glob("*.journal") if path.name != mine
                    for e in map(parse_event, path.read_text().splitlines())):
                 break
