@@ -24,6 +24,9 @@ import pytest
 
 from kaudit.connection.redact import forget_secrets
 
+if os.environ.get("KAUDIT_TEST_CPU_LOG"):  # opt-in: each test's CPU (tests/cpu_by_test.py)
+    from tests.cpu_by_test import pytest_runtest_protocol  # noqa: F401
+
 
 @dataclass(frozen=True)
 class Run:
