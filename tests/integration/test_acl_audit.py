@@ -19,7 +19,7 @@ from tests.conftest import Lab, run_kaudit, wait_for
 from tests.integration.test_security import SecureLab, _secure_lab
 from tests.kafka_tools import kafka_tool
 
-pytestmark = [pytest.mark.kafka, pytest.mark.audit]
+pytestmark = pytest.mark.kafka
 
 Binding = tuple[str, str, str, str, str, str, str]
 """(resource type, name, pattern type, principal, host, operation, permission)."""

@@ -19,7 +19,7 @@ from tests.conftest import Lab, run_kaudit, wait_for
 from tests.integration.test_lab import admin, create_topic, wait_until
 from tests.kafka_tools import kafka_tool
 
-pytestmark = [pytest.mark.kafka, pytest.mark.audit]
+pytestmark = pytest.mark.kafka
 
 TIMEOUT = 20
 """--timeout of the reads made while brokers are frozen."""

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import lab_admin, wait_for
 from tests.integration.audit_lab import LAG_TIME_MS, LAGGING_BROKER, AuditLab, running_lab
 
-pytestmark = [pytest.mark.kafka, pytest.mark.audit]
+pytestmark = pytest.mark.kafka
 
 QUORUM_TOOL = "org.apache.kafka.tools.MetadataQuorumCommand"
 FEATURE_TOOL = "org.apache.kafka.tools.FeatureCommand"

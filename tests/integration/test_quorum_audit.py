@@ -30,7 +30,7 @@ from tests.conftest import Lab, lab_admin, run_kaudit, wait_for
 from tests.integration.audit_lab import AuditLab
 from tests.kafka_tools import kafka_tool
 
-pytestmark = [pytest.mark.kafka, pytest.mark.audit]
+pytestmark = pytest.mark.kafka
 
 QUORUM_RULES = ("KA312", "KA313", "KA314", "KA315")
 ALTERED = "log.flush.interval.messages"

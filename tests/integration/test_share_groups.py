@@ -24,7 +24,7 @@ from tests.conftest import Lab, run_kaudit, wait_for
 from tests.integration.test_lab import admin
 from tests.kafka_tools import kafka_tool
 
-pytestmark = [pytest.mark.kafka, pytest.mark.audit]
+pytestmark = pytest.mark.kafka
 
 N = 30
 TWO_HOURS_MS = 2 * 3600 * 1000

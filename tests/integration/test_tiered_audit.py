@@ -26,7 +26,7 @@ from tests.conftest import run_kaudit, wait_for
 from tests.integration.audit_lab import AuditLab
 from tests.kafka_tools import kafka_tool
 
-pytestmark = [pytest.mark.kafka, pytest.mark.audit]
+pytestmark = pytest.mark.kafka
 
 TIERED_NAMES = ("remote.storage.enable", "retention.ms", "local.retention.ms",
                 "retention.bytes", "local.retention.bytes", "cleanup.policy",

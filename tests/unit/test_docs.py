@@ -9,9 +9,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 FAST = 'python3 -m pytest -m "not kafka and not spark"'
 SLOW = 'python3 -m pytest -m "kafka or spark"'
-#: CI's four shares of the slow tier, run side by side on a lab each.
-SHARES = ("probe and not spark", "audit and not probe and not spark or spark and not kafka",
-          "kafka and not spark and not probe and not audit", "kafka and spark")
+#: CI's three shares of the slow tier, run side by side on a lab each.
+SHARES = ("probe and not spark or spark and not kafka", "kafka and not spark and not probe",
+          "kafka and spark")
 
 
 def test_ci_runs_the_readme_test_command_in_its_two_tiers_fast_first() -> None:
@@ -34,18 +34,17 @@ def test_the_slow_tiers_shares_are_the_slow_tier_each_test_in_one() -> None:
     for kafka in (False, True):
         for spark in (False, True):
             for probe in (False, True) if kafka else (False,):
-                for audit in (False, True) if kafka else (False,):
-                    names = {"kafka": kafka, "spark": spark, "probe": probe, "audit": audit}
-                    picked = [eval(share, {}, names) for share in SHARES]
-                    assert sum(picked) == (1 if kafka or spark else 0), names
+                names = {"kafka": kafka, "spark": spark, "probe": probe}
+                picked = [eval(share, {}, names) for share in SHARES]
+                assert sum(picked) == (1 if kafka or spark else 0), names
 
 
-def test_every_probe_and_audit_test_needs_kafka() -> None:
-    # The probe and audit markers pick shares out of the Kafka tests; without kafka a test
-    # so marked would be in a share yet not in the README's slow tier.
+def test_every_probe_test_needs_kafka() -> None:
+    # The probe marker picks a share out of the Kafka tests; without kafka a test marked
+    # probe would be in the probes share yet not in the README's slow tier.
     for path in (ROOT / "tests" / "integration").glob("test_*.py"):
         text = path.read_text()
-        if "pytest.mark.probe" in text or "pytest.mark.audit" in text:
+        if "pytest.mark.probe" in text:
             assert "pytest.mark.kafka" in text, path.name
 
 
