@@ -151,14 +151,15 @@ def test_a_worker_past_its_lock_processes_twice_and_the_lookups_agree_with_kafka
         # The held record (the slow worker's 10th processing) came back to the other
         # worker; so did the rest of its batch, whose locks expired with it: each of those
         # acknowledgements was refused for what it was.
-        assert len(held) == 1, [r["why"] for r in twice]
+        # As text, so that pytest shows it whole: every why, one a line.
+        assert len(held) == 1, "\n".join(r["why"] for r in twice)
         assert held[0]["why"].endswith("then its acceptance failed: INVALID_RECORD_STATE "
                                        "(the record was no longer its to acknowledge: its "
                                        "lock had expired)"), held
         odd = [r["why"] for r in twice if r not in held and not r["why"].endswith(
             "its acceptance failed: INVALID_RECORD_STATE (the record was no longer its to "
             "acknowledge: its lock had expired): the broker delivered it again")]
-        assert not odd, odd
+        assert not odd, "\n".join(odd)
         assert doc["fates"]["processed"] + len(twice) == 100
         assert sum(t["redelivered"] for t in doc["timeline"]) == len(twice)
         assert share_state(lab, doc["group"])[0][1] == 0  # nothing left to deliver
