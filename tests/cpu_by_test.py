@@ -2,8 +2,9 @@
 
 With ``KAUDIT_TEST_CPU_LOG=FILE``, each test's line is appended to FILE: the CPU its
 share of the tier used while it ran, its wall time and its id. A share's processes are
-this pytest and every process that inherited its ``KAUDIT_TEST_LAB_DIR`` or names that
-lab's directory on its command line (the lab's brokers, started before pytest). The tier
+this pytest, its descendants, and every process that inherited its ``KAUDIT_TEST_LAB_DIR``
+or names that lab's directory on its command line (the lab's brokers, started before
+pytest). The tier
 runs each share's tests one at a time, so the share's CPU during a test is that test's,
 plus its lab idling. Wall time says nothing of this: the tier is CPU-bound, and a test
 that waits on a killed broker for a minute may cost less than one busy for ten seconds.
@@ -23,26 +24,30 @@ from typing import Any
 
 import pytest
 
+from kaudit.lab.state import command_line
+
 _CLOCK = os.sysconf("SC_CLK_TCK")
 _TARGET = os.environ.get("KAUDIT_TEST_CPU_LOG")
 _members: dict[tuple[int, int], bool] = {}
 """(pid, start time) -> whether the process belongs to this share, decided once."""
 
 
-def _belongs(pid: int, marker: bytes) -> bool:
+def _belongs(pid: int, lab: str) -> bool:
+    """Whether process ``pid`` names ``lab`` on its command line or inherited it."""
+    if any(lab in arg for arg in command_line(pid) or ()):
+        return True
     try:
-        if marker in Path(f"/proc/{pid}/cmdline").read_bytes():
-            return True
-        return b"KAUDIT_TEST_LAB_DIR=" + marker + b"\0" in Path(f"/proc/{pid}/environ").read_bytes()
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return False
+    return f"KAUDIT_TEST_LAB_DIR={lab}\0".encode() in environ
 
 
 def share_ticks(seen: dict[tuple[int, int], tuple[int, bool]]) -> int:
     """The share's CPU ticks so far, each process at the latest value seen (``seen`` is
     updated): its own time and its reaped children's, and whether its parent is the
     share's. The share: this process, its descendants, and what names its lab."""
-    lab = os.environ.get("KAUDIT_TEST_LAB_DIR", "").encode()
+    lab = os.environ.get("KAUDIT_TEST_LAB_DIR", "")
     procs: dict[tuple[int, int], tuple[int, int]] = {}  # key -> (ticks, parent pid)
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -57,7 +62,7 @@ def share_ticks(seen: dict[tuple[int, int], tuple[int, bool]]) -> int:
         procs[key] = (sum(int(f) for f in fields[11:15]), int(fields[1]))
         if key not in _members:
             _members[key] = pid == os.getpid() or (bool(lab) and _belongs(pid, lab))
-    ours = {pid for key, (_, _) in procs.items() for pid in [key[0]] if _members[key]}
+    ours = {pid for pid, start in procs if _members[(pid, start)]}
     grown = True
     while grown:  # descendants of the share's processes are the share's
         more = {key[0] for key, (_, parent) in procs.items()
