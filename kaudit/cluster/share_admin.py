@@ -55,16 +55,25 @@ def _described(session: AdminSession, group: str) -> dict[str, ConfigValue]:
 
 
 def delivery_limit(session: AdminSession, group: str) -> int:
-    """How many times the group delivers a record before it archives it, by the one
-    precedence :func:`~kaudit.cluster.share_configs.effective` gives (the group's, the
-    brokers', Kafka's)."""
-    name = "share.delivery.count.limit"
+    """How many times the group delivers a record before it archives it."""
+    return int(_effective(session, group, "share.delivery.count.limit"))
+
+
+def lock_duration_ms(session: AdminSession, group: str) -> int:
+    """How long the group's members hold a record they were delivered."""
+    return int(_effective(session, group, "share.record.lock.duration.ms"))
+
+
+def _effective(session: AdminSession, group: str, name: str) -> str:
+    """Group config ``name`` by the one precedence
+    :func:`~kaudit.cluster.share_configs.effective` gives (the group's, the brokers',
+    Kafka's)."""
 
     def broker(synonym: str) -> ConfigValue | None:
         found = session.broker_values((synonym,)).get(synonym)
         return None if found is None else ConfigValue(synonym, found, ConfigSource.UNKNOWN_CONFIG)
 
-    return int(str(effective(name, _described(session, group).get(name), broker).value))
+    return str(effective(name, _described(session, group).get(name), broker).value)
 
 
 def _live_brokers(session: AdminSession) -> list[Broker]:

@@ -27,6 +27,7 @@ from kaudit.cluster.share_admin import (
     delivery_limit,
     group_coordinator,
     group_offsets,
+    lock_duration_ms,
     set_group_configs,
     share_coordinator,
 )
@@ -64,13 +65,14 @@ class Workers:
         self.procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
         self.killed: dict[tuple[int, int], str] = {}
 
-    def start(self, worker: int, settings: ShareSettings) -> None:
+    def start(self, worker: int, settings: ShareSettings, lock_ms: int) -> None:
         key = (worker, 0)
         at = settings.hold_after
         config = dict(self.config, worker=worker, incarnation=0,
                       hold_after=at if settings.kill_worker else None,
                       slow_after=at if settings.slow_worker else None,
-                      slow_max_s=settings.settle_s, processing_ms=settings.processing_ms)
+                      slow_max_s=settings.settle_s, processing_ms=settings.processing_ms,
+                      lock_ms=lock_ms)
         self.procs[key] = spawn_worker("kaudit.probe.share.worker", config,
                                        self.run_dir / f"w{worker}-i0.err")
 
@@ -270,14 +272,14 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
         if settings.delivery_limit is not None:
             configs["share.delivery.count.limit"] = str(settings.delivery_limit)
         set_group_configs(session, group, configs)
-        limit = delivery_limit(session, group)
+        limit, lock_ms = delivery_limit(session, group), lock_duration_ms(session, group)
         placed = _write(conn, topic, run, [(seq, seq % settings.partitions)
                                            for seq in range(settings.count)])
         written = set(placed)
         late = LateRecords(conn, topic, run, settings) \
             if settings.auto_offset_reset == "latest" else None
         for w in range(settings.workers):
-            workers.start(w, settings)
+            workers.start(w, settings, lock_ms)
         progress = [0.0]
         if settings.faults:
             injector = _injector(session, settings, lab, log, topic, group, progress)

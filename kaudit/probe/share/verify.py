@@ -228,36 +228,60 @@ def _after(events: list[Event], first: Event) -> list[Event]:
 
 def _why_twice(events: list[Event], killed: Mapping[tuple[int, int], str]) -> str:
     """Why a record was processed more than once: each processing but the last, told in
-    turn, since each is a delivery whose acceptance did not stand. (On a slow host the
-    processing that was held past its lock need not be the first.)"""
+    turn, since each is a delivery whose acceptance did not stand. The deliveries go in the
+    broker's count, which a worker may process out of time's order (a batch that waited on
+    a held record is processed after its lock ran out); where a count repeats, the broker's
+    count restarted, and the journals' clocks order them."""
+    counts = [e.delivery_count for e in events if e.action in HANDLED]
+    restarted = len(set(counts)) < len(counts)
     processed = sorted((e for e in events if e.action == Action.processed),
-                       key=lambda e: (e.at_ms, e.delivery_count))
+                       key=(lambda e: (e.at_ms, e.delivery_count)) if restarted
+                       else (lambda e: (e.delivery_count, e.at_ms)))
     first = processed[0]
     again = [e.delivery_count for e in processed[1:]]
     recount = (f"; the broker counted the next delivery {min(again)} again (its count "
-               "restarted)") if min(again) <= first.delivery_count else ""
-    return "; then ".join(_why_again(events, p, killed) for p in processed[:-1]) + recount
+               "restarted)") if restarted and min(again) <= first.delivery_count else ""
+    return "; then ".join(_why_again(events, p, killed, processed)
+                          for p in processed[:-1]) + recount
+
+
+def _overtaken(processed: list[Event], processing: Event, before_ms: int) -> Event | None:
+    """A later delivery of the record that some worker processed before ``before_ms``: the
+    broker had delivered it again by then, so ``processing``'s lock had run out (None when
+    none was)."""
+    return next((e for e in processed if e.delivery_count > processing.delivery_count
+                 and e.at_ms < before_ms), None)
 
 
 def _why_again(events: list[Event], processing: Event,
-               killed: Mapping[tuple[int, int], str]) -> str:
+               killed: Mapping[tuple[int, int], str], processed: list[Event]) -> str:
     """Why the record was delivered again after ``processing``, from what its worker
-    journaled next."""
+    journaled next and what the other workers processed meanwhile."""
     said = f"worker {processing.worker} processed it (delivery {processing.delivery_count})"
     after = {e.action: e for e in _after(events, processing)}
-    failed = after.get(Action.ack_failed)
+    failed, accepted = after.get(Action.ack_failed), after.get(Action.accepted)
     failure = (f"its acceptance failed: {failed.error}"
                + (f" ({ERRORS[failed.error]})" if failed.error in ERRORS else "")
                if failed else "")
-    if Action.accepted in after:
+    # A late acceptance can be answered with no error: another worker's acceptance of the
+    # record had been committed already, and nothing was left to refuse.
+    answer = failure or ("its late acceptance met no error" if accepted else "")
+    if Action.held in after:
+        return (f"{said} and held it past its lock: the broker delivered it again meanwhile"
+                + (f"; then {answer}" if answer else ""))
+    if (late := _overtaken(processed, processing, processing.at_ms)) is not None:
+        return (f"{said} after its lock had run out: worker {late.worker} had processed its "
+                f"delivery {late.delivery_count} already" + (f"; {answer}" if answer else ""))
+    if accepted and (late := _overtaken(processed, processing, accepted.at_ms)) is not None:
+        return (f"{said}; its acceptance was answered only after its lock had run out "
+                f"(worker {late.worker} had processed its delivery {late.delivery_count} "
+                "already), with no error")
+    if accepted:
         return (f"{said} and its acceptance was committed, yet it was delivered again "
                 "(unknown why)")
     if (processing.worker, processing.incarnation) in killed:
         return (f"{said} and was {killed[(processing.worker, processing.incarnation)]} "
                 "before its acceptance was committed: the broker delivered it again")
-    if Action.held in after:
-        return (f"{said} and held it past its lock: the broker delivered it again meanwhile"
-                + (f"; then {failure}" if failure else ""))
     if failure:
         return f"{said}, and {failure}: the broker delivered it again"
     return f"{said}, and no answer to its acceptance was seen: delivered again (unknown why)"

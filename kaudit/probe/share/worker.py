@@ -12,8 +12,12 @@ With ``hold_after``, the first worker of the run to have processed that many rec
 acknowledging and says so in a ``.holding`` file: it holds their locks, as a member that
 hangs does, until the runner kills it. With ``slow_after``, the first worker to have
 processed that many records holds the last one past its lock, as a slow member does: it
-waits until another worker has processed the record too (the broker delivered it again
-when the lock expired), then acknowledges it, too late.
+finishes and commits the rest of its batch first (so that only that record's lock runs
+out), waits until another worker has processed the record too (the broker delivered it
+again when the lock expired), then acknowledges it, too late. The other worker answers for
+its delivery only once that late acknowledgement has met its answer, as a member still
+processing the record would: which of the two acknowledgements reaches the broker first is
+then fixed, and so is what the broker says to the late one.
 """
 
 from __future__ import annotations
@@ -41,7 +45,9 @@ from kaudit.probe.share.verify import (
 
 POLL_S = 0.5
 SLOW_LOOK_S = 0.2
-"""How often a slow worker looks in the other journals for its record."""
+"""How often a worker looks in the other journals for what it waits on."""
+HELD_NAME = "slow.held"
+"""The run's file that names the record the slow worker holds (its sequence number)."""
 
 
 def journal_name(worker: int, incarnation: int) -> str:
@@ -84,6 +90,7 @@ class ShareWorker:
         self.hold_after: int | None = cfg.get("hold_after")
         self.slow_after: int | None = cfg.get("slow_after")
         self.slow_max_s = float(cfg.get("slow_max_s", 120.0))
+        self.lock_s = float(cfg.get("lock_ms", 30000)) / 1000
         self.processing_s = float(cfg.get("processing_ms", 0)) / 1000
         self.conn = ConnectionSettings(cfg["bootstrap"], dict(cfg["properties"]),
                                        float(cfg["timeout"]))
@@ -102,6 +109,7 @@ class ShareWorker:
         consumer.subscribe([self.topic])
         while not self.stopping:
             accepted: list[tuple[int, int, int]] = []
+            held: tuple[Any, int, int] | None = None
             for msg in consumer.poll(POLL_S):
                 if msg.error() is not None:
                     continue
@@ -117,26 +125,42 @@ class ShareWorker:
                 elif kind == Treatment.poison or (kind == Treatment.release and delivery == 1):
                     self.note(seq, delivery, Action.released)
                     consumer.acknowledge(msg, AcknowledgeType.RELEASE)
+                elif self.process(seq, delivery) and held is None:
+                    held = (msg, seq, delivery)  # acknowledged after the batch, too late
                 else:
-                    self.note(seq, delivery, Action.processed)
-                    self.processed += 1
-                    if self.processing_s:
-                        time.sleep(self.processing_s)  # the work a real consumer does
-                    if self.hold_after is not None and self.processed >= self.hold_after:
-                        self.hold_after = None
-                        if self.first_to("hold"):
-                            self.hold()
-                    if self.slow_after is not None and self.processed >= self.slow_after:
-                        self.slow_after = None
-                        if self.first_to("slow"):
-                            # What it processed before is committed first: the record held
-                            # is what outlives its lock (and the rest of its batch).
-                            self.commit(consumer, accepted)
-                            accepted = []
-                            self.outlive_lock(seq, delivery)
                     consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
                     accepted.append((msg.partition(), seq, delivery))
             self.commit(consumer, accepted)
+            if held is not None:
+                self.acknowledge_late(consumer, *held)
+
+    def process(self, seq: int, delivery: int) -> bool:
+        """Process one delivery of record ``seq``; whether it is the one this worker holds
+        past its lock (``slow_after``). Where ``hold_after`` is reached it holds every lock
+        until killed; where it is the redelivery of the record the slow worker holds, it
+        waits for that one's late acknowledgement to be answered first."""
+        self.note(seq, delivery, Action.processed)
+        self.processed += 1
+        if self.processing_s:
+            time.sleep(self.processing_s)  # the work a real consumer does
+        if self.hold_after is not None and self.processed >= self.hold_after:
+            self.hold_after = None
+            if self.first_to("hold"):
+                self.hold()
+        if self.slow_after is not None and self.processed >= self.slow_after:
+            self.slow_after = None
+            if self.first_to("slow"):
+                (self.run_dir / HELD_NAME).write_text(str(seq))
+                return True
+        if delivery > 1 and self.held_elsewhere() == seq:
+            self.await_late_answer(seq, delivery)
+        return False
+
+    def acknowledge_late(self, consumer: Any, msg: Any, seq: int, delivery: int) -> None:
+        """Hold ``msg`` past its lock, then acknowledge it and commit."""
+        self.outlive_lock(seq, delivery)
+        consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
+        self.commit(consumer, [(msg.partition(), seq, delivery)])
 
     def commit(self, consumer: Any, accepted: list[tuple[int, int, int]]) -> None:
         """Commit the batch's acknowledgements; journal each ACCEPT as committed, or as
@@ -166,16 +190,36 @@ class ShareWorker:
         (its lock expired and the broker delivered it again), at most ``slow_max_s``;
         journal the hold. (A delivery before this one does not count: on a slow host the
         other worker's own lock can expire first, and it has processed the record already.)"""
-        deadline = time.monotonic() + self.slow_max_s
+        self.wait_in_journals(lambda e: e.seq == seq and e.action == Action.processed
+                              and e.delivery_count > delivery, self.slow_max_s)
+        self.note(seq, delivery, Action.held)
+
+    def held_elsewhere(self) -> int | None:
+        """The record the run's slow worker holds, if another worker holds one."""
+        try:
+            return int((self.run_dir / HELD_NAME).read_text())
+        except (OSError, ValueError):  # none held (yet)
+            return None
+
+    def await_late_answer(self, seq: int, delivery: int) -> None:
+        """Wait until the slow worker's late acknowledgement of an earlier delivery of
+        ``seq`` has met its answer (committed or failed), at most half this delivery's
+        lock: past that, this worker's own lock would run out too."""
+        self.wait_in_journals(lambda e: e.seq == seq and e.delivery_count < delivery
+                              and e.action in (Action.accepted, Action.ack_failed),
+                              self.lock_s / 2)
+
+    def wait_in_journals(self, found: Callable[[Event], bool], at_most_s: float) -> None:
+        """Wait until another incarnation's journal has a line ``found`` accepts, at most
+        ``at_most_s`` (or until SIGTERM)."""
+        deadline = time.monotonic() + at_most_s
         mine = journal_name(self.worker, self.incarnation)
         while time.monotonic() < deadline and not self.stopping:
-            if any(e is not None and e.seq == seq and e.action == Action.processed
-                   and e.delivery_count > delivery
+            if any(e is not None and found(e)
                    for path in self.run_dir.glob("*.journal") if path.name != mine
                    for e in map(parse_event, path.read_text().splitlines())):
-                break
+                return
             time.sleep(SLOW_LOOK_S)
-        self.note(seq, delivery, Action.held)
 
     def hold(self) -> None:
         """Hold every lock it has until killed: say so, then wait."""

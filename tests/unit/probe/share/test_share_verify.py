@@ -124,6 +124,41 @@ def test_each_processing_that_did_not_stand_is_told_in_turn() -> None:
         f"acceptance failed: INVALID_RECORD_STATE {lock}")
 
 
+def test_a_batch_that_waited_on_a_held_record_is_told_as_processed_after_its_lock() -> None:
+    # Worker 0 holds record a past its lock, with record b of the same batch still in
+    # hand; both locks run out, worker 1 processes and accepts both (delivery 2); then
+    # worker 0 acknowledges a late and processes b late: Kafka answers both with no error.
+    a, b = _seq_of(Treatment.accept, ACCEPT_ONLY), _seq_of(Treatment.accept, ACCEPT_ONLY, 1)
+    events = [Event(a, 0, 0, 1, Action.processed, 10),
+              Event(a, 1, 0, 2, Action.processed, 2000), Event(b, 1, 0, 2, Action.processed, 2000),
+              Event(a, 1, 0, 2, Action.accepted, 2005), Event(b, 1, 0, 2, Action.accepted, 2005),
+              Event(a, 0, 0, 1, Action.held, 2010), Event(b, 0, 0, 1, Action.processed, 2011),
+              Event(a, 0, 0, 1, Action.accepted, 2020), Event(b, 0, 0, 1, Action.accepted, 2020)]
+    held, late = verify([a, b], events, ACCEPT_ONLY, 5, {}, "exactly-once").accounts
+    assert held.why == ("worker 0 processed it (delivery 1) and held it past its lock: the "
+                        "broker delivered it again meanwhile; then its late acceptance met "
+                        "no error")
+    # Not "committed, yet delivered again", and no restarted count: delivery 2 was
+    # processed first, but delivery 1 was the one whose lock ran out.
+    assert late.why == ("worker 0 processed it (delivery 1) after its lock had run out: "
+                        "worker 1 had processed its delivery 2 already; its late "
+                        "acceptance met no error")
+    assert (late.fate, late.processings, late.top_count) == (Fate.processed_twice, 2, 2)
+    # Processed in time, but its commit was answered after the other worker's delivery:
+    # it too reached the broker after the lock had run out.
+    slow_commit = [Event(b, 0, 0, 1, Action.processed, 10),
+                   Event(b, 1, 0, 2, Action.processed, 2000),
+                   Event(b, 1, 0, 2, Action.accepted, 2005),
+                   Event(b, 0, 0, 1, Action.accepted, 2020)]
+    (account,) = verify([b], slow_commit, ACCEPT_ONLY, 5, {}, None).accounts
+    assert account.why == ("worker 0 processed it (delivery 1); its acceptance was answered "
+                           "only after its lock had run out (worker 1 had processed its "
+                           "delivery 2 already), with no error")
+    # Committed before any other delivery: the broker's reason is not for kaudit to guess.
+    early = [*slow_commit[:1], Event(b, 0, 0, 1, Action.accepted, 20), *slow_commit[1:3]]
+    assert "(unknown why)" in verify([b], early, ACCEPT_ONLY, 5, {}, None).accounts[0].why
+
+
 def test_what_breaks_at_least_once() -> None:
     mix = Mix(reject=0.3, poison=0.3)
     a = _seq_of(Treatment.accept, mix)
