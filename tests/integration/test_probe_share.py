@@ -29,9 +29,7 @@ def _leaders_where_kafka_wants_them(lab: Lab) -> None:
     """Every partition led by its preferred replica before a run. Earlier tests kill and
     restart brokers; Kafka's periodic rebalance then moves leaders back (the share and
     group coordinators too) at a moment of its choosing. These tests assert exact fates:
-    the move is made before the run, never during it. (A CI run once saw records whose
-    acceptance was committed come again, counted from 1; no leader change was logged
-    during that run, so this settles a suspect, not a proven cause.)"""
+    the move is made before the run, never during it."""
     import contextlib
 
     from confluent_kafka import ElectionType
