@@ -85,8 +85,9 @@ def share(
         "--slow-worker", rich_help_panel=FAULTS_PANEL,
         help="One worker holds a record it processed (after --hold-after processings) past "
              "its lock, until the broker has delivered it to another worker and that one "
-             "processed it too: a duplicate processing (set --lock-ms low to see it "
-             "soon).")] = False,
+             "processed it too (where no other worker reads its partition: for its lock and "
+             "as long again, at least 10 s, after which the record comes back to the same "
+             "worker): a duplicate processing (set --lock-ms low to see it soon).")] = False,
     hold_after: Annotated[int, typer.Option(
         min=1, rich_help_panel=FAULTS_PANEL,
         help="Processings before the killed or the slow worker holds.")] = 20,

@@ -266,8 +266,13 @@ def _why_again(events: list[Event], processing: Event,
     # A late acceptance can be answered with no error: another worker's acceptance of the
     # record had been committed already, and nothing was left to refuse.
     answer = failure or ("its late acceptance met no error" if accepted else "")
-    if Action.held in after:
-        return (f"{said} and held it past its lock: the broker delivered it again meanwhile"
+    if (held := after.get(Action.held)) is not None:
+        # Another worker processed it while it was held; or nobody else read its partition,
+        # and it came back to the same worker after the hold.
+        meanwhile = ("the broker delivered it again meanwhile"
+                     if _overtaken(processed, processing, held.at_ms) else
+                     "its lock ran out meanwhile")
+        return (f"{said} and held it past its lock: {meanwhile}"
                 + (f"; then {answer}" if answer else ""))
     if (late := _overtaken(processed, processing, processing.at_ms)) is not None:
         return (f"{said} after its lock had run out: worker {late.worker} had processed its "

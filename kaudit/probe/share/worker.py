@@ -46,6 +46,11 @@ from kaudit.probe.share.verify import (
 POLL_S = 0.5
 SLOW_LOOK_S = 0.2
 """How often a worker looks in the other journals for what it waits on."""
+PAST_LOCK_S = 10.0
+"""The least time past its lock a slow worker waits for another worker to process its
+record again. The record's partition may be read by no other worker (each worker can be
+given partitions of its own): then the record comes back to the slow worker itself, once
+it gives up and polls again."""
 HELD_NAME = "slow.held"
 """The run's file that names the record the slow worker holds (its sequence number)."""
 
@@ -187,11 +192,13 @@ class ShareWorker:
 
     def outlive_lock(self, seq: int, delivery: int) -> None:
         """Hold record ``seq`` until another worker has processed a later delivery of it
-        (its lock expired and the broker delivered it again), at most ``slow_max_s``;
-        journal the hold. (A delivery before this one does not count: on a slow host the
-        other worker's own lock can expire first, and it has processed the record already.)"""
+        (its lock expired and the broker delivered it again), at most its lock and as long
+        again (:data:`PAST_LOCK_S` at least, ``slow_max_s`` at most); journal the hold. (A
+        delivery before this one does not count: on a slow host the other worker's own
+        lock can expire first, and it has processed the record already.)"""
+        at_most = min(self.slow_max_s, self.lock_s + max(self.lock_s, PAST_LOCK_S))
         self.wait_in_journals(lambda e: e.seq == seq and e.action == Action.processed
-                              and e.delivery_count > delivery, self.slow_max_s)
+                              and e.delivery_count > delivery, at_most)
         self.note(seq, delivery, Action.held)
 
     def held_elsewhere(self) -> int | None:

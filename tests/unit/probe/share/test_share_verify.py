@@ -84,7 +84,7 @@ def _twice(*first: Event) -> str:
 def test_why_twice_is_what_the_first_processing_journaled() -> None:
     a = _seq_of(Treatment.accept, ACCEPT_ONLY)
     processed = Event(a, 0, 0, 1, Action.processed, 10)
-    held = Event(a, 0, 0, 1, Action.held, 15)
+    held = Event(a, 0, 0, 1, Action.held, 21)  # once the other worker processed it
     failed = Event(a, 0, 0, 1, Action.ack_failed, 22, "INVALID_RECORD_STATE")
     assert _twice(processed, held, failed) == (
         "worker 0 processed it (delivery 1) and held it past its lock: the broker delivered "
@@ -111,7 +111,7 @@ def test_each_processing_that_did_not_stand_is_told_in_turn() -> None:
     a = _seq_of(Treatment.accept, ACCEPT_ONLY)
     events = [Event(a, 0, 0, 1, Action.processed, 10),
               Event(a, 0, 0, 1, Action.ack_failed, 12, "INVALID_RECORD_STATE"),
-              Event(a, 1, 0, 2, Action.processed, 20), Event(a, 1, 0, 2, Action.held, 21),
+              Event(a, 1, 0, 2, Action.processed, 20), Event(a, 1, 0, 2, Action.held, 31),
               Event(a, 1, 0, 2, Action.ack_failed, 40, "INVALID_RECORD_STATE"),
               Event(a, 0, 0, 3, Action.processed, 30), Event(a, 0, 0, 3, Action.accepted, 31)]
     (account,) = verify([a], events, ACCEPT_ONLY, 5, {}, "at-least-once").accounts
@@ -157,6 +157,22 @@ def test_a_batch_that_waited_on_a_held_record_is_told_as_processed_after_its_loc
     # Committed before any other delivery: the broker's reason is not for kaudit to guess.
     early = [*slow_commit[:1], Event(b, 0, 0, 1, Action.accepted, 20), *slow_commit[1:3]]
     assert "(unknown why)" in verify([b], early, ACCEPT_ONLY, 5, {}, None).accounts[0].why
+
+
+def test_a_held_record_nobody_else_read_comes_back_to_its_worker_and_is_said_so() -> None:
+    # No other worker reads its partition: the slow worker gives up its hold, its late
+    # acknowledgement is refused, and the broker delivers the record to it again.
+    a = _seq_of(Treatment.accept, ACCEPT_ONLY)
+    events = [Event(a, 0, 0, 1, Action.processed, 10), Event(a, 0, 0, 1, Action.held, 12010),
+              Event(a, 0, 0, 1, Action.ack_failed, 12020, "INVALID_RECORD_STATE"),
+              Event(a, 0, 0, 2, Action.processed, 12500),
+              Event(a, 0, 0, 2, Action.accepted, 12510)]
+    (account,) = verify([a], events, ACCEPT_ONLY, 5, {}, "exactly-once").accounts
+    assert (account.fate, account.processings) == (Fate.processed_twice, 2)
+    assert account.why == ("worker 0 processed it (delivery 1) and held it past its lock: "
+                           "its lock ran out meanwhile; then its acceptance failed: "
+                           "INVALID_RECORD_STATE (the record was no longer its to "
+                           "acknowledge: its lock had expired)")
 
 
 def test_what_breaks_at_least_once() -> None:
