@@ -22,6 +22,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kaudit.lab.state import command_line
 
@@ -74,14 +75,26 @@ class Seen:
     """Its reaped children's CPU ticks at the last sample."""
 
 
-def _stat(pid: int) -> tuple[int, int, int] | None:
-    """(parent pid, own ticks, reaped children's ticks) of ``pid``."""
+class Ticks(NamedTuple):
+    """One process's CPU ticks and lineage, from /proc/PID/stat."""
+
+    parent: int
+    own: int
+    reaped: int
+    """Its reaped children's ticks."""
+    start: int
+    """When it started (ticks since boot): with the pid, it names the process."""
+
+
+def process_ticks(pid: int) -> Ticks | None:
+    """Process ``pid``'s ticks, None when it is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()
-    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+    fields = text[text.rindex(")") + 2:].split()  # from the state on: field 3
+    return Ticks(int(fields[1]), int(fields[11]) + int(fields[12]),
+                 int(fields[13]) + int(fields[14]), int(fields[19]))
 
 
 def _busy() -> int:
@@ -105,9 +118,9 @@ class Sampler:
     def sample(self, count: bool = True) -> None:
         now: dict[int, Seen] = {}
         for name in os.listdir("/proc"):
-            if not name.isdigit() or (found := _stat(int(name))) is None:
+            if not name.isdigit() or (found := process_ticks(int(name))) is None:
                 continue
-            pid, (parent, own, reaped) = int(name), found
+            pid, (parent, own, reaped, _) = int(name), found
             old = self.seen.get(pid)
             # A shell that exec'd a program is that program from then on.
             what = old.kind if old and old.kind not in ("bash", "sh") else \

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from kaudit.lab.state import command_line
+from tests.cpu_by_process import process_ticks
 
 _CLOCK = os.sysconf("SC_CLK_TCK")
 _TARGET = os.environ.get("KAUDIT_TEST_CPU_LOG")
@@ -53,13 +54,10 @@ def share_ticks(seen: dict[tuple[int, int], tuple[int, bool]]) -> int:
         if not entry.name.isdigit():
             continue
         pid = int(entry.name)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
+        if (ticks := process_ticks(pid)) is None:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        key = (pid, int(fields[19]))
-        procs[key] = (sum(int(f) for f in fields[11:15]), int(fields[1]))
+        key = (pid, ticks.start)
+        procs[key] = (ticks.own + ticks.reaped, ticks.parent)
         if key not in _members:
             _members[key] = pid == os.getpid() or (bool(lab) and _belongs(pid, lab))
     ours = {pid for pid, start in procs if _members[(pid, start)]}

@@ -42,6 +42,7 @@ from kaudit.probe.share.verify import (
     parse_event,
     treatment,
 )
+from kaudit.waiting import wait_for
 
 POLL_S = 0.5
 SLOW_LOOK_S = 0.2
@@ -219,14 +220,12 @@ class ShareWorker:
     def wait_in_journals(self, found: Callable[[Event], bool], at_most_s: float) -> None:
         """Wait until another incarnation's journal has a line ``found`` accepts, at most
         ``at_most_s`` (or until SIGTERM)."""
-        deadline = time.monotonic() + at_most_s
         mine = journal_name(self.worker, self.incarnation)
-        while time.monotonic() < deadline and not self.stopping:
-            if any(e is not None and found(e)
-                   for path in self.run_dir.glob("*.journal") if path.name != mine
-                   for e in map(parse_event, path.read_text().splitlines())):
-                return
-            time.sleep(SLOW_LOOK_S)
+        wait_for(lambda: self.stopping or any(
+            e is not None and found(e)
+            for path in self.run_dir.glob("*.journal") if path.name != mine
+            for e in map(parse_event, path.read_text().splitlines())),
+            at_most_s, every=SLOW_LOOK_S)
 
     def hold(self) -> None:
         """Hold every lock it has until killed: say so, then wait."""
