@@ -86,9 +86,10 @@ def running_registry() -> Iterator[SchemaRegistry]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     logs = Path(tempfile.mkdtemp(prefix="kaudit-apicurio-"))
+    # C1 alone: it serves a handful of schemas, and C2's warm-up would cost more CPU.
     with (logs / "registry.log").open("wb") as log:
         process = subprocess.Popen(
-            [find_java(), "-Xmx256m", f"-Dquarkus.http.port={port}",
+            [find_java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", f"-Dquarkus.http.port={port}",
              "-Dquarkus.http.host=127.0.0.1", "-jar",
              str(home / f"apicurio-registry-app-{VERSION}-runner.jar")],
             cwd=home, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
