@@ -18,7 +18,7 @@ from kaudit.reconcile.decode import decode_topic
 from kaudit.reconcile.job import hashed, read_types, shape_sink
 from kaudit.reconcile.kinds import display_scales
 from kaudit.reconcile.request import ReconcileRequest
-from tests.unit.reconcile.frames import counts, rows, run
+from tests.unit.reconcile.frames import counts, local_frame, rows, run
 
 pytestmark = pytest.mark.spark
 
@@ -31,8 +31,8 @@ def raw(spark: SparkSession, values: list[Any]) -> DataFrame:
     data = [(0, i, T0, None if v is None else str(i).encode(),
              None if v is None else (json.dumps(v) if isinstance(v, dict) else v).encode())
             for i, v in enumerate(values)]
-    return spark.createDataFrame(data, "partition int, offset long, timestamp timestamp, "
-                                       "key binary, value binary")
+    return local_frame(spark, data, "partition int, offset long, timestamp timestamp, "
+                                    "key binary, value binary")
 
 
 def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any, ...]],
@@ -43,7 +43,7 @@ def reconcile(spark: SparkSession, values: list[Any], sink_rows: list[tuple[Any,
     request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key=key,  # type: ignore[arg-type]
                                compare=compare, mode=mode, schema=schema, envelope=envelope,
                                value_types=value_types)
-    sink = spark.createDataFrame(sink_rows, sink_ddl)
+    sink = local_frame(spark, sink_rows, sink_ddl)
     topic = decode_topic(raw(spark, values), request, read_types(request, sink))
     sink = shape_sink(sink, request)
     compared = [request.sink_column(c) for c in compare]
@@ -399,11 +399,11 @@ def test_an_undecodable_record_keeps_its_message_key(spark: SparkSession) -> Non
     # (which the sink no longer matches) but reported undecodable with its key.
     data = [(0, 0, T0, b"a", b'{"amount": 1}'), (0, 1, T0, b"a", b"not json"),
             (0, 2, T0, b"b", b'{"amount": 2}')]
-    frame = spark.createDataFrame(data, "partition int, offset long, timestamp timestamp, "
-                                        "key binary, value binary")
+    frame = local_frame(spark, data, "partition int, offset long, timestamp timestamp, "
+                                     "key binary, value binary")
     request = ReconcileRequest(topic="t", sink_uri="json:/dev/null", key="@key",
                                compare=("amount",), mode="upsert")
-    sink = spark.createDataFrame([("a", 5.0), ("b", 2.0)], "key string, amount double")
+    sink = local_frame(spark, [("a", 5.0), ("b", 2.0)], "key string, amount double")
     topic = decode_topic(frame, request, read_types(request, sink))
     topic, sink, _ = hashed(topic, shape_sink(sink, request), ["amount"])
     result = run(topic, sink, "upsert", ["amount"])

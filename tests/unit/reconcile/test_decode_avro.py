@@ -18,7 +18,7 @@ from kaudit.reconcile.decode import decode_topic
 from kaudit.reconcile.formats.avro import pinned_to_sampled_id
 from kaudit.reconcile.job import hashed, shape_sink
 from kaudit.reconcile.request import ReconcileRequest
-from tests.unit.reconcile.frames import counts, rows, run
+from tests.unit.reconcile.frames import counts, local_frame, rows, run
 
 pytestmark = pytest.mark.spark
 
@@ -61,8 +61,8 @@ def framed(schema_id: int, schema: Any, record: dict[str, Any]) -> bytes:
 
 def raw(spark: SparkSession, values: list[bytes | None]) -> DataFrame:
     data = [(0, i, None, str(i).encode(), v) for i, v in enumerate(values)]
-    return spark.createDataFrame(data, "partition int, offset long, timestamp timestamp, "
-                                       "key binary, value binary")
+    return local_frame(spark, data, "partition int, offset long, timestamp timestamp, "
+                                    "key binary, value binary")
 
 
 def reconcile(spark: SparkSession, tmp_path: Path, value_format: str, values: list[Any],
@@ -86,7 +86,7 @@ def reconcile(spark: SparkSession, tmp_path: Path, value_format: str, values: li
                                avro=avro, envelope=envelope, mode=mode)  # type: ignore
     if not sink_rows:
         return request
-    sink = spark.createDataFrame(sink_rows, "id long, value double, unit string")
+    sink = local_frame(spark, sink_rows, "id long, value double, unit string")
     topic = decode_topic(raw(spark, values), request, {})
     topic, sink, _ = hashed(topic, shape_sink(sink, request), list(compare))
     return run(topic, sink, mode, list(compare))
@@ -128,8 +128,8 @@ def test_one_file_is_used_for_the_sampled_id_and_another_id_is_unknown_not_misre
                                compare=("value",), value_format="avro",
                                avro=pinned_to_sampled_id(avro, {3}, sampled=1))
     values = [framed(3, V1, {"id": 1, "value": 10}), framed(4, V1, {"id": 2, "value": 20})]
-    sink = spark.createDataFrame([(1, 10.0, None), (2, 20.0, None)],
-                                 "id long, value double, unit string")
+    sink = local_frame(spark, [(1, 10.0, None), (2, 20.0, None)],
+                       "id long, value double, unit string")
     topic, sink, _ = hashed(decode_topic(raw(spark, values), request, {}),
                             shape_sink(sink, request), ["value"])
     result = run(topic, sink, "append", ["value"])
@@ -207,11 +207,11 @@ def test_an_avro_key_is_matched_as_its_text_and_one_that_does_not_decode_says_wh
         key_avro=load_schemas(tmp_path / "key.avsc", framed=False, record_only=False))
     keys = [body("long", 1), body("long", 2), b"\x80"]
     values = [body(V2, {"id": i, "value": float(i), "unit": None}) for i in (1, 2, 3)]
-    frame = spark.createDataFrame(
+    frame = local_frame(spark,
         [(0, i, None, k, v) for i, (k, v) in enumerate(zip(keys, values, strict=True))],
         "partition int, offset long, timestamp timestamp, key binary, value binary")
-    sink = spark.createDataFrame([(1, 1.0, None), (2, 5.0, None)],
-                                 "id long, value double, unit string")
+    sink = local_frame(spark, [(1, 1.0, None), (2, 5.0, None)],
+                       "id long, value double, unit string")
     topic, sink, _ = hashed(decode_topic(frame, request, {}), shape_sink(sink, request),
                          ["value"])
     result = run(topic, sink, "append", ["value"])
@@ -280,7 +280,7 @@ def typed_run(spark: SparkSession, tmp_path: Path, records: list[bytes],
                                compare=TYPED_FIELDS, value_format="avro", mode=mode,
                                avro=pinned_to_sampled_id(avro, {1}, sampled=1),
                                envelope=envelope)  # type: ignore[arg-type]
-    sink = spark.createDataFrame(sink_rows, TYPED_SINK)
+    sink = local_frame(spark, sink_rows, TYPED_SINK)
     topic, sink, fields = hashed(decode_topic(raw(spark, records), request, {}),
                                  shape_sink(sink, request), list(TYPED_FIELDS))
     return run(topic, sink, mode, list(TYPED_FIELDS)), fields
@@ -354,7 +354,7 @@ def test_schema_declares_an_avro_fields_type_over_its_semantic_name(
     values = [body(schema, {"id": i, "at": 1_700_000_000_123 + i,
                             "amount": (-1250 - i).to_bytes(4, "big", signed=True),
                             "day": days[i][0], "micros": 7}) for i in days]
-    sink = spark.createDataFrame(
+    sink = local_frame(spark,
         [(i, datetime(2023, 11, 14, 22, 13, 20, 123000 + 1000 * i), Decimal(-1250 - i) / 100,
           days[i][1], 7) for i in days],
         "id long, at timestamp, amount decimal(12,2), day date, micros long")
@@ -400,7 +400,7 @@ def test_times_of_day_uuids_json_and_nanoseconds_in_avro_are_compared_as_their_k
     request = with_value_kinds(ReconcileRequest(
         topic="t", sink_uri="json:/dev/null", key="id", compare=compare, value_format="avro",
         avro=pinned_to_sampled_id(avro, {1}, sampled=1)))
-    sink_frame = spark.createDataFrame(
+    sink_frame = local_frame(spark,
         sink, "id long, opens string, ref string, attrs string, at timestamp")
     topic, sink_frame, fields = hashed(
         decode_topic(raw(spark, records), request, {}), shape_sink(sink_frame, request),
@@ -444,8 +444,8 @@ def test_debeziums_variable_scale_decimals_in_avro_are_read_by_every_digit(
     request = with_value_kinds(ReconcileRequest(
         topic="t", sink_uri="json:/dev/null", key="id", compare=("price",),
         value_format="avro", avro=pinned_to_sampled_id(avro, {1}, sampled=1)))
-    sink = spark.createDataFrame([(i, text) for i, (_, text) in prices.items()],
-                                 "id long, price string")
+    sink = local_frame(spark, [(i, text) for i, (_, text) in prices.items()],
+                       "id long, price string")
     topic, sink, fields = hashed(decode_topic(raw(spark, records), request, {}),
                                  shape_sink(sink, request), ["price"],
                                  request.declared_kinds(), {"price": "numeric"})

@@ -16,7 +16,15 @@ from kaudit.reconcile.plan import (
     key_hash_column,
     payload_hash_column,
 )
-from tests.unit.reconcile.frames import counts, rec, rows, run, sink_frame, topic_frame
+from tests.unit.reconcile.frames import (
+    counts,
+    local_frame,
+    rec,
+    rows,
+    run,
+    sink_frame,
+    topic_frame,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -57,7 +65,7 @@ def test_colliding_key_hashes_are_not_paired(spark: SparkSession, mode: str) -> 
 
 
 def test_payload_hash_is_null_safe_and_type_blind(spark: SparkSession) -> None:
-    frame = spark.createDataFrame(
+    frame = local_frame(spark,
         [(None, 1, "1"), (1, None, None)], "a long, b int, c string")
     got = frame.select(
         payload_hash_column(["a", "b"]).alias("ab"),
