@@ -24,10 +24,6 @@ import pytest
 
 from kaudit.connection.redact import forget_secrets
 
-# Spark's defaults for the tests (tests/spark-conf/spark-defaults.conf), read by every driver
-# and executor the suite starts, in this process or in a kaudit subprocess.
-os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).parent / "spark-conf"))
-
 if os.environ.get("KAUDIT_TEST_CPU_LOG"):  # opt-in: each test's CPU (tests/cpu_by_test.py)
     from tests.cpu_by_test import pytest_runtest_protocol  # noqa: F401
 

@@ -311,9 +311,7 @@ def spark_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             ports.append(s.getsockname()[1])
     port, master_ui, worker_ui = ports
     logs = tmp_path_factory.mktemp("spark-standalone")
-    # The daemons with C1 alone, as the suite's drivers and executors (tests/spark-conf).
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
-               SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     url = f"spark://127.0.0.1:{port}"
     master = subprocess.Popen(
         [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
