@@ -36,15 +36,16 @@ def local_frame(spark: SparkSession, rows: Sequence[tuple[Any, ...]], ddl: str) 
     schema = spark._parse_ddl(ddl)  # type: ignore[attr-defined]
     assert isinstance(schema, StructType), ddl
     verify = _make_type_verifier(schema)
+    internal = []
     for row in rows:
         verify(row)
-    batches = spark.sparkContext.parallelize([schema.toInternal(row) for row in rows])
+        internal.append(schema.toInternal(row))
+    batches = spark.sparkContext.parallelize(internal)
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     objects = jvm.SerDeUtil.toJavaArray(jvm.SerDeUtil.pythonToJava(batches._jrdd, True))
-    frame = DataFrame(spark._jsparkSession.applySchemaToPythonRDD(objects.rdd(), schema.json()),
-                      spark)
-    return frame
+    return DataFrame(spark._jsparkSession.applySchemaToPythonRDD(objects.rdd(), schema.json()),
+                     spark)
 
 
 def rec(partition: int, offset: int, key: str | None, *values: Any, tomb: bool = False,
@@ -65,7 +66,7 @@ def topic_frame(spark: SparkSession, records: Sequence[tuple[Any, ...]], fields:
         ddl = "partition int, offset long, key string, key_hash long, tombstone boolean, " \
               "timestamp timestamp"
         records = [(r[0], r[1], r[2], r[5], r[3], r[4], *r[6:]) for r in records]
-    frame = local_frame(spark, list(records), ddl + (f", {fields}" if fields else ""))
+    frame = local_frame(spark, records, ddl + (f", {fields}" if fields else ""))
     if key_hash:
         frame = frame.withColumn("key_hash", key_hash_column(F.col("key")))
     return frame.withColumn("payload_hash", payload_hash_column(compared))
@@ -79,7 +80,7 @@ def sink_frame(spark: SparkSession, rows: Sequence[tuple[Any, ...]], fields: str
     ddl = "key string" if key_hash else "key string, key_hash long"
     if coordinates:
         ddl = "partition int, offset long, " + ddl
-    frame = local_frame(spark, list(rows), ddl + (f", {fields}" if fields else ""))
+    frame = local_frame(spark, rows, ddl + (f", {fields}" if fields else ""))
     if key_hash:
         frame = frame.withColumn("key_hash", key_hash_column(F.col("key")))
     return frame.withColumn("payload_hash", payload_hash_column(compared))
