@@ -150,12 +150,24 @@ def _node_properties(
             "transaction.state.log.min.isr": str(min(2, broker_count)),
             "group.initial.rebalance.delay.ms": "0",
         }
+        | dict.fromkeys(INTERNAL_PARTITION_SETTINGS, str(INTERNAL_PARTITIONS))
         | SHARE_GROUP_TIMING
         | (secured or {})
         | (tiered or {})
         # "{port}" lets one --broker-config value name each broker's own port.
         | {k: v.replace("{port}", str(port)) for k, v in extra.items()}
     )
+
+
+INTERNAL_PARTITIONS = 5
+INTERNAL_PARTITION_SETTINGS = ("offsets.topic.num.partitions",
+                               "transaction.state.log.num.partitions",
+                               "share.coordinator.state.topic.num.partitions")
+"""Kafka's own state topics (consumer offsets, transactions, share-group state) get 5
+partitions each, not Kafka's 50: every broker holds a replica of each, so each kill and
+restart reloads them and moves their leaders and coordinators; with 150 of them a broker's
+restart cost the lab about a third more CPU. Which partition a group or transactional id
+maps to is all that changes; a group still has one coordinator, found as Kafka finds it."""
 
 
 SHARE_GROUP_TIMING = {
