@@ -140,6 +140,10 @@ def worker_properties(state: LabState, port: int, plugins: list[Path],
         "config.storage.replication.factor": rf,
         "offset.storage.replication.factor": rf,
         "status.storage.replication.factor": rf,
+        # Source connectors' offsets in 5 partitions, not 25: a worker reads them all at
+        # each start, and the lab's handful of connectors needs few (as the brokers' own
+        # state topics, kaudit.lab.layout.INTERNAL_PARTITIONS).
+        "offset.storage.partitions": "5",
         "key.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "listeners": f"http://127.0.0.1:{port}",
