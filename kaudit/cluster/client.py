@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
+from kaudit.cluster.leaders import FIRST_ATTEMPT_S, LeaderGone, metadata_of, refusing_leaders
 from kaudit.cluster.model import Broker
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure, InputError
@@ -222,10 +223,6 @@ def kafka_message(exc: BaseException) -> str:
     return str(text)
 
 
-class LeaderGone(Exception):
-    """A partition's leader answered with no offset: it died and is not fenced yet."""
-
-
 def unreachable(settings: ConnectionSettings, collector: ErrorCollector,
                 exc: BaseException | None = None) -> ConnectionFailure:
     """The one "cannot reach Kafka" error (exit 3), with the reason the client saw (a broker's
@@ -424,12 +421,18 @@ class AdminSession:
         deadline = deadline or Deadline(max(self.settings.timeout, 10))
         found: dict[tuple[str, int], int] = {}
         pending = list(dict.fromkeys(partitions))
+        metadata: dict[str, Any] = {}  # the failed topics', asked after a failed try
+        attempt = FIRST_ATTEMPT_S  # doubled at each try
         while pending:
-            timeout = min(self.settings.timeout, max(0.5, deadline.left()))
+            # A short first try; a leader that refuses connections is not asked (leaders.py).
+            errors: dict[tuple[str, int], BaseException] = {
+                key: LeaderGone(why) for key, why in refusing_leaders(metadata, pending).items()}
+            asked = [key for key in pending if key not in errors]
+            timeout = min(self.settings.timeout, max(0.5, deadline.left()), attempt)
+            attempt *= 2 if asked else 1
             futures = self.admin.list_offsets(
-                {TopicPartition(t, p): offset_spec for t, p in pending},
-                isolation_level=level, request_timeout=timeout)
-            errors: dict[tuple[str, int], BaseException] = {}
+                {TopicPartition(t, p): offset_spec for t, p in asked},
+                isolation_level=level, request_timeout=timeout) if asked else {}
             for tp, future in futures.items():
                 try:
                     # Python's wait outlasts librdkafka's: a slow answer is librdkafka's timeout.
@@ -454,13 +457,10 @@ class AdminSession:
                 for key, error in errors.items():
                     failed[key] = kafka_message(error) or error.__class__.__name__
                 break
-            # librdkafka's metadata cache is not refreshed by the admin client's own
-            # ListOffsets errors: "No leaders found" until metadata is asked, and after a
-            # leader moves FENCED_LEADER_EPOCH (its cached epoch sent again) for as long as
-            # one cares to retry. Ask for the failed topics' metadata before the next try.
-            for topic in {t for t, _ in errors}:
-                with contextlib.suppress(Exception):  # the next try says what is wrong
-                    self.admin.list_topics(topic=topic, timeout=min(self.settings.timeout, 5))
+            # Without fresh metadata librdkafka says "No leaders found", or after a leader
+            # moved FENCED_LEADER_EPOCH (its cached epoch sent again), for as long as asked.
+            metadata = metadata_of(self.admin, {t for t, _ in errors},
+                                   min(self.settings.timeout, 5))
             time.sleep(0.3)
         return found
 

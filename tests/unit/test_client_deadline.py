@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 import kaudit.cluster.client as client_module
+import kaudit.cluster.leaders as leaders
 import kaudit.waiting as waiting_module
 from kaudit.cluster.client import AdminSession
 from kaudit.connection.settings import ConnectionSettings
@@ -189,3 +190,79 @@ def test_a_brokers_own_error_is_the_reason_given_not_an_older_transport_error() 
     # A local error (librdkafka's own, a negative code) leaves the transport error first.
     timed_out = KafkaException(KafkaError(KafkaError._TIMED_OUT))
     assert "Connection refused" in str(unreachable(settings, collector, timed_out))
+
+
+def _metadata(topic: str, leaders: dict[int, int], brokers: dict[int, int]) -> Any:
+    """A ClusterMetadata-shaped answer: each partition's leader, each broker's port."""
+    return SimpleNamespace(
+        topics={topic: SimpleNamespace(partitions={
+            p: SimpleNamespace(leader=leader) for p, leader in leaders.items()})},
+        brokers={b: SimpleNamespace(id=b, host="127.0.0.1", port=port)
+                 for b, port in brokers.items()})
+
+
+@pytest.fixture()
+def ports() -> Any:
+    """A port that listens and one that refuses connections (bound, then closed)."""
+    import socket
+
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    refused = closed.getsockname()[1]
+    closed.close()
+    yield listening.getsockname()[1], refused
+    listening.close()
+
+
+def test_only_partitions_whose_leader_refuses_connections_are_held_back(ports: Any) -> None:
+    up, down = ports
+    metadata = {"orders": _metadata("orders", {0: 1, 1: 2, 2: -1}, {1: up, 2: down})}
+    held = leaders.refusing_leaders(
+        metadata, [("orders", 0), ("orders", 1), ("orders", 2), ("other", 0)])
+    # Partition 2 has no leader (librdkafka says so at once); "other" has no metadata yet.
+    assert held == {("orders", 1): f"the leader of orders[1], broker 2 at 127.0.0.1:{down}, "
+                                   "refuses connections"}
+
+
+class DeadLeaderAdmin:
+    """A leader killed and not yet fenced: ListOffsets to it times out (librdkafka spins on
+    its reconnects meanwhile), until the metadata names a live leader."""
+
+    def __init__(self, up: int, down: int) -> None:
+        self.up, self.down = up, down
+        self.timeouts: list[float] = []
+        self.metadata_asked = 0
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        self.metadata_asked += 1
+        leader = 2 if self.metadata_asked < 3 else 1  # fenced at the third ask: broker 1 leads
+        return _metadata(topic, {0: leader}, {1: self.up, 2: self.down})
+
+    def list_offsets(self, wanted: dict[Any, Any], request_timeout: float,
+                     **_: Any) -> dict[Any, Any]:
+        from concurrent.futures import Future
+
+        self.timeouts.append(request_timeout)
+        answers = {}
+        for tp in wanted:
+            future: Future[Any] = Future()
+            if self.metadata_asked >= 3:
+                future.set_result(SimpleNamespace(offset=42))
+            else:
+                future.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
+            answers[tp] = future
+        return answers
+
+
+def test_a_dead_leader_is_asked_once_briefly_then_not_until_the_metadata_moves_on(
+        ports: Any) -> None:
+    admin = DeadLeaderAdmin(*ports)
+    session = AdminSession(ConnectionSettings("127.0.0.1:1", timeout=10))
+    session.admin = cast(Any, admin)
+    assert session.list_offsets("orders", [0], "latest") == {0: 42}
+    # The first try, short; none while broker 2 refused; one more once broker 1 led.
+    assert admin.timeouts == [leaders.FIRST_ATTEMPT_S, 2 * leaders.FIRST_ATTEMPT_S]
+    assert admin.metadata_asked == 3

@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kaudit.cluster.client import AdminSession, LeaderGone, new_producer
+from kaudit.cluster.client import AdminSession, new_producer
+from kaudit.cluster.leaders import LeaderGone
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import ConnectionFailure
 from kaudit.waiting import Deadline
