@@ -10,6 +10,9 @@ import contextlib
 import socket
 from typing import Any
 
+FIRST_ATTEMPT_S = 2.0
+"""The first ListOffsets try's request timeout; each retry's doubles (up to the timeout)."""
+
 
 class LeaderGone(Exception):
     """A partition's leader answered no offset or refuses connections: dead, not fenced."""
@@ -25,16 +28,13 @@ def metadata_of(admin: Any, topics: set[str], timeout: float) -> dict[str, Any]:
             found[topic] = admin.list_topics(topic=topic, timeout=timeout)
     return found
 
-FIRST_ATTEMPT_S = 2.0
-"""The first ListOffsets try's request timeout; each retry's doubles (up to the timeout)."""
-
 
 def refusing_leaders(metadata: dict[str, Any], pending: list[tuple[str, int]]
                      ) -> dict[tuple[str, int], str]:
     """Which of ``pending`` have a leader, by ``metadata`` (a ClusterMetadata per topic),
     that refuses TCP connections, each with why; a leader that accepts one, does not answer
     in time, or is unknown is left for librdkafka to ask."""
-    refused: dict[int, str | None] = {}
+    refused: dict[int, bool] = {}  # by broker id: each is tried once
     gone: dict[tuple[str, int], str] = {}
     for topic, partition in pending:
         found = metadata.get(topic)
@@ -48,12 +48,13 @@ def refusing_leaders(metadata: dict[str, Any], pending: list[tuple[str, int]]
         if broker.id not in refused:
             try:
                 socket.create_connection((broker.host, broker.port), timeout=0.5).close()
-                refused[broker.id] = None
+                refused[broker.id] = False
             except ConnectionRefusedError:
-                refused[broker.id] = f"broker {broker.id} at {broker.host}:{broker.port}"
-            except OSError:
-                refused[broker.id] = None
+                refused[broker.id] = True
+            except OSError:  # no answer in time, or no route: librdkafka says what it is
+                refused[broker.id] = False
         if refused[broker.id]:
-            gone[(topic, partition)] = (f"the leader of {topic}[{partition}], "
-                                        f"{refused[broker.id]}, refuses connections")
+            gone[(topic, partition)] = (f"the leader of {topic}[{partition}], broker "
+                                        f"{broker.id} at {broker.host}:{broker.port}, "
+                                        "refuses connections")
     return gone
