@@ -26,7 +26,8 @@ from kaudit.demo.model import (
 from tests.conftest import Lab, Run, run_kaudit
 from tests.integration.test_lab import admin, wait_until
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+# probe as well: the demo runs the probe matrix and kills leaders on the lab it is given.
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.probe]
 
 PAYMENTS_TOPIC = f"{TOPIC_PREFIX}payments"
 EARLIER_ORDERS = 50

@@ -10,8 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FAST = 'python3 -m pytest -m "not kafka and not spark"'
 SLOW = 'python3 -m pytest -m "kafka or spark"'
 #: CI's three shares of the slow tier, run side by side on a lab each.
-SHARES = ("probe and not spark or spark and not kafka", "kafka and not spark and not probe",
-          "kafka and spark")
+SHARES = ("probe", "kafka and not spark and not probe", "spark and not probe")
 
 
 def test_ci_runs_the_readme_test_command_in_its_two_tiers_fast_first() -> None:
