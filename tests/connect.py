@@ -98,7 +98,9 @@ def wait_until(condition: Callable[[], Any], within: float, what: str,
 
 def start_connector(node: LabNode, name: str, config: dict[str, str]) -> None:
     """Create (or reconfigure) a connector and wait until it and its tasks run."""
-    rest(node, "PUT", f"/connectors/{name}/config", config)
+    # The worker validates the config (loading the plugin's classes) before it answers: on
+    # a busy two-core machine that may take longer than rest()'s ten seconds.
+    rest(node, "PUT", f"/connectors/{name}/config", config, timeout=60)
     wait_running(node, name)
 
 

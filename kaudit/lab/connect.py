@@ -220,9 +220,36 @@ def rest(node: LabNode, method: str, path: str, body: Any = None,
     return json.loads(text) if text.strip() else None
 
 
+def health(node: LabNode, timeout: float = 5) -> int | None:
+    """The HTTP status of the worker's ``GET /health`` (KIP-1017, Kafka 3.9 and later): 200
+    once it has read its internal topics and joined its group, 503 while it starts; None
+    for 404 (its REST resources not registered yet, or a worker without the endpoint).
+    OSError while its REST server is not listening."""
+    url = f"http://127.0.0.1:{node.port}/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return None if exc.code == 404 else exc.code
+
+
+def _not_started(node: LabNode) -> str | None:
+    """Why the worker has not finished starting, or None once it has."""
+    status = health(node)
+    if status is None:
+        # /connectors answering says the REST resources are registered (a LabError until
+        # then): a /health still missing after that is a worker from before Kafka 3.9.
+        rest(node, "GET", "/connectors", timeout=5)
+        if (status := health(node)) is None:
+            return None
+    return None if status == 200 else f"GET /health: HTTP {status}"
+
+
 def wait_worker_ready(node: LabNode, wait_s: float) -> None:
-    """Block until the worker's REST API lists the connectors (it has joined its group);
-    a LabError if its process dies or the time is up."""
+    """Block until the worker has started: its internal topics read, its group joined, so
+    that a connector created now is taken at once; a LabError if its process dies or the
+    time is up. ``GET /connectors`` answers before that (KAFKA-10816): a PUT sent on its
+    word waited out the worker's start. It is the sign only for a worker without /health."""
     from kaudit.lab.process import log_tail
     from kaudit.lab.state import NodeState, node_state
 
@@ -233,8 +260,9 @@ def wait_worker_ready(node: LabNode, wait_s: float) -> None:
             raise LabError(f"connect {node.id} exited during start: {log_tail(node.log_path)}",
                            hint=f"full log: {node.log_path}")
         try:
-            rest(node, "GET", "/connectors", timeout=5)
-            return
+            if (why := _not_started(node)) is None:
+                return
+            last = why
         except (LabError, OSError) as exc:
             last = str(exc)[:200]
         time.sleep(deadline.slice(0.1))
