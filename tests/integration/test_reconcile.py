@@ -109,18 +109,15 @@ def tree_digest(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def parquet_sink(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def parquet_sink(tmp_path_factory: pytest.TempPathFactory, local_spark: Any) -> Path:
+    """The sink's rows as one Parquet file, written by the suite's Spark session (a driver
+    of its own would only cost a start)."""
     root = tmp_path_factory.mktemp("sink")
     src = root / "rows.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in sink_rows(drop_tombstoned=False)))
     dst = root / "orders.parquet"
-    code = ("import sys\nfrom pyspark.sql import SparkSession\n"
-            "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled','false')"
-            ".getOrCreate()\n"
-            "s.read.schema('id BIGINT, status STRING, amount DOUBLE, customer_id BIGINT')"
-            ".json(sys.argv[1]).coalesce(1).write.parquet(sys.argv[2])\n")
-    subprocess.run([sys.executable, "-c", code, str(src), str(dst)], check=True,
-                   capture_output=True, timeout=300)
+    (local_spark.read.schema("id BIGINT, status STRING, amount DOUBLE, customer_id BIGINT")
+     .json(str(src)).coalesce(1).write.parquet(str(dst)))
     return dst
 
 
