@@ -278,7 +278,10 @@ def test_user_without_acls_gets_a_finding_not_a_crash(sasl_lab: SecureLab) -> No
     assert not {"KA313", "KA314", "KA315"} & {f["rule"] for f in doc["findings"]}
 
 
+# Its reconcile is a process of its own, as a user runs it: it needs no Spark session of the
+# suite's, so CI runs it in the probes share, which starts none.
 @pytest.mark.spark
+@pytest.mark.probes_share
 def test_reconcile_reads_the_secured_topic_through_spark(
         sasl_lab: SecureLab, tmp_path: Path) -> None:
     from confluent_kafka import Producer
