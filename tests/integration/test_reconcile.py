@@ -308,7 +308,10 @@ def spark_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             ports.append(s.getsockname()[1])
     port, master_ui, worker_ui = ports
     logs = tmp_path_factory.mktemp("spark-standalone")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    # The master and the worker only hand out and watch executors: compiled with C1 alone,
+    # they start on less CPU (the executors they launch take the application's options).
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+               SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1")
     url = f"spark://127.0.0.1:{port}"
     master = subprocess.Popen(
         [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
