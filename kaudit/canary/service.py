@@ -143,10 +143,7 @@ class Canary:
         finally:
             self.watcher.done.set()
             if injector is not None:
-                injector.cancel()
-                injector.join(p.fault_duration + 150)
-                injector.heal()
-                self.state.notes.extend(injector.errors)
+                self.state.notes.extend(injector.finish(p.fault_duration + 150))
             consumer.close()
             self.state.flush_late()
             if self.state.events_file is not None:

@@ -180,10 +180,7 @@ class ProbeRun:
             if gc_was_enabled:
                 gc.enable()
             if injector:
-                injector.cancel()
-                injector.join(timeout=s.fault_duration + 150)
-                injector.heal()
-                self.notes.extend(injector.errors)
+                self.notes.extend(injector.finish(s.fault_duration + 150))
         self.ledger.finish()
         self.monitor.stop()
 

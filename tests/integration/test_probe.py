@@ -174,6 +174,17 @@ def test_exec_and_exec_heal_run_their_commands_in_order(lab: Lab, tmp_path: Path
     assert not doc["live_verification"]
 
 
+def test_a_run_that_ends_before_its_fault_at_says_the_fault_never_struck(
+        lab: Lab, tmp_path: Path) -> None:
+    mark = tmp_path / "fault"
+    code, doc, stderr = probe(lab, "--count", "200", "--fault", f"exec:'touch {mark}'",
+                              "--fault-at", "600s")
+    assert code == 0, stderr + json.dumps(doc.get("violations"))
+    assert not mark.exists() and not events_of(doc, "fault"), doc["events"]
+    assert "exec: never struck: the run ended before --fault-at 600s" in doc["notes"], \
+        doc["notes"]
+
+
 def test_exec_heal_without_exec_is_a_usage_error(lab: Lab) -> None:
     code, _, stderr = probe(lab, "--count", "10", "--fault", "exec-heal:'true'")
     assert code == 2 and "exec-heal" in stderr

@@ -242,10 +242,7 @@ def _drive(run: Run, fleet: Fleet, feed: Feed, interrupted: threading.Event) -> 
             run.notes.append(f"worker(s) {', '.join(map(str, killed))} did not stop within "
                              "30 s of SIGTERM and were killed")
         if run.injector is not None:
-            run.injector.cancel()
-            run.injector.join()
-            run.injector.heal()  # before anything is read back
-            run.notes.extend(run.injector.errors)
+            run.notes.extend(run.injector.finish(None))  # healed before anything is read back
         committed.close()
     return schedule.finished
 

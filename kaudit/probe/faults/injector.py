@@ -28,7 +28,7 @@ from typing import Protocol
 
 from kaudit.errors import InputError
 from kaudit.probe.faults.lab import LabControl
-from kaudit.probe.faults.registry import FaultSpec
+from kaudit.probe.faults.registry import FaultAt, FaultSpec, describe_fault_at
 from kaudit.waiting import Deadline
 
 EXEC_TIMEOUT_S = 120
@@ -67,6 +67,9 @@ class FaultSettings(Protocol):
 
     @property
     def fault_duration(self) -> float: ...
+
+    @property
+    def fault_at(self) -> FaultAt: ...
 
 
 class ReaderStall:
@@ -121,12 +124,15 @@ class FaultInjector(threading.Thread):
 
     def __init__(self, faults: list[FaultSpec], trigger: Callable[[], bool], duration_s: float,
                  log: FaultLog, lab: LabControl | None, targets: Targets,
-                 settle_s: float = 10.0) -> None:
+                 settle_s: float = 10.0, cue: str = "its cue") -> None:
         super().__init__(name="kaudit-fault", daemon=True)
         self.faults, self.trigger, self.duration_s = faults, trigger, duration_s
         self.log, self.lab, self.targets, self.settle_s = log, lab, targets, settle_s
+        self.cue = cue
+        """When the faults strike, as the report says it (``--fault-at 30%``)."""
         self._cancel = threading.Event()
         self._injecting = threading.Event()
+        self._struck = threading.Event()
         self._done = threading.Event()
         self._heals: list[tuple[str, Callable[[], None], bool]] = []
         self._heal_lock = threading.Lock()
@@ -136,6 +142,24 @@ class FaultInjector(threading.Thread):
     def cancel(self) -> None:
         """Stop waiting (the run ended or was interrupted); heal() still has to run."""
         self._cancel.set()
+
+    def finish(self, wait_s: float | None) -> list[str]:
+        """End the injector with its run: stop waiting for the cue, give a fault under way
+        up to ``wait_s`` to end (None: as long as it takes), heal whatever is still broken.
+        What the run's notes should say: each fault that failed, and faults asked for that
+        never struck (the run ended before their cue), so that a run is never read as having
+        survived a fault it did not meet."""
+        self.cancel()
+        self.join(wait_s)
+        self.heal()
+        missed = [] if self.struck() else [
+            f"{', '.join(f.label() for f in self.faults)}: never struck: the run ended "
+            f"before {self.cue}"]
+        return [*self.errors, *missed]
+
+    def struck(self) -> bool:
+        """Whether the cue came and the faults began (failed ones included)."""
+        return self._struck.is_set()
 
     def under_way(self) -> bool:
         """True from the trigger until every fault has been injected and healed: the probe
@@ -164,6 +188,7 @@ class FaultInjector(threading.Thread):
             time.sleep(0.05)
         if self._cancel.is_set():
             return
+        self._struck.set()
         self._injecting.set()
         try:
             for fault in self.faults:
@@ -420,7 +445,8 @@ def start_injector(settings: FaultSettings, lab: LabControl | None, trigger: Cal
     that no lab there is exit 2 with nothing left behind. ``session``'s waits are excused
     while a fault is in force and for ``settle_s`` after its heal."""
     injector = FaultInjector(list(settings.faults), trigger, settings.fault_duration, log, lab,
-                             targets, settle_s=settle_s)
+                             targets, settle_s=settle_s,
+                             cue=f"--fault-at {describe_fault_at(settings.fault_at)}")
     # A leader or coordinator missing while the fault is in force is the fault's doing.
     session.excuse(injector.excused_until)
     injector.start()

@@ -145,19 +145,28 @@ def unconfirmed(events: list[Event]) -> bool:
     return any((seq, d) not in accepted for seq, d in last.items())
 
 
-def _over(events: list[Event], written: set[int], settings: ShareSettings, limit: int,
-          killed: dict[tuple[int, int], str], broker: LagWatch) -> bool:
+def over(events: list[Event], written: set[int], settings: ShareSettings, limit: int,
+          killed: dict[tuple[int, int], str], broker: LagWatch | None) -> bool:
     """Whether every record is at its end: by the journals (processed and its acceptance
     confirmed, rejected, or archived), or else by the coordinator (nothing left to deliver:
     a record no worker has will never come, a record whose acceptance went unconfirmed was
-    taken), once no record is in a worker's hands."""
+    taken), once no record is in a worker's hands. ``broker`` None: the journals' word
+    only."""
     result = verify(written, events, settings.mix, limit, killed, None)
     fates = {a.fate for a in result.accounts}
     if Fate.unsettled in fates:
         return False
     if Fate.never_delivered not in fates and not unconfirmed(events):
         return True
-    return broker.done()
+    return broker is not None and broker.done()
+
+
+def _may_end(records_over: bool, injector: FaultInjector | None) -> bool:
+    """Whether a run whose records are ``records_over`` may end: once its faults (if any)
+    struck and healed. Until they strike, a run's records have met none, and only the
+    journals may say they are over (the caller passes ``over`` no coordinator then): a
+    coordinator's "nothing left" would end a run before what it was asked to meet."""
+    return records_over and (injector is None or not injector.under_way())
 
 
 class LagWatch:
@@ -293,8 +302,9 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
                 placed.update(new)
                 written.update(new)
             progress[0] = processed_share(events, written)
-            if _over(events, written, settings, limit, workers.killed, broker) and (
-                    injector is None or not injector.under_way()):
+            if _may_end(over(events, written, settings, limit, workers.killed,
+                             broker if injector is None or injector.struck() else None),
+                        injector):
                 done = True
                 break
             time.sleep(0.5)
@@ -302,10 +312,8 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
         if not done:
             notes.append(f"not every record reached its end within {settings.settle_s:g}s")
     finally:
-        if injector is not None:
-            injector.cancel()
-            injector.heal()  # a broker left down would outlive the run
-            notes.extend(f"fault: {e}" for e in injector.errors)
+        if injector is not None:  # healed: a broker left down would outlive the run
+            notes.extend(f"fault: {e}" for e in injector.finish(settings.fault_duration + 150))
         workers.stop()
         events = workers.events()
         if not settings.keep:

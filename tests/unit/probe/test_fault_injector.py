@@ -325,3 +325,23 @@ def test_a_wait_is_excused_while_a_fault_is_in_force_and_just_after_its_heal() -
     healed = time.monotonic()
     assert seen and 29 < seen[0] <= 30  # in force: settle_s from now
     assert healed - 1 < injector.excused_until() - 30 <= healed  # healed: settle_s after it
+
+
+def test_a_run_that_ends_before_the_cue_says_its_faults_never_struck() -> None:
+    log = EventLog(time.monotonic())
+    injector = FaultInjector([parse_fault("kill-leader"), parse_fault("exec:'true'")],
+                             lambda: False, 0.0, log, None, Targets(lambda: (1, [2, 3])),
+                             cue="--fault-at 30%")
+    injector.start()
+    assert injector.finish(5.0) == [
+        "kill-leader, exec: never struck: the run ended before --fault-at 30%"]
+    assert not injector.is_alive() and log.events() == []
+
+
+def test_a_fault_that_struck_is_not_said_to_have_missed_and_its_failure_is_kept() -> None:
+    log = EventLog(time.monotonic())
+    injector = FaultInjector([parse_fault("exec:'false'")], lambda: True, 0.0, log, None,
+                             Targets(lambda: (1, [2, 3])), cue="--fault-at 30%")
+    injector.start()
+    injector.join(5.0)
+    assert injector.finish(5.0) == ["exec: command exited 1"]

@@ -3,8 +3,10 @@ and the report's document and table."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from kaudit.probe.share.model import ShareReport, ShareSettings
-from kaudit.probe.share.runner import settled, unconfirmed
+from kaudit.probe.share.runner import LagWatch, over, settled, unconfirmed
 from kaudit.probe.share.verify import Action, Event, Mix, Treatment, treatment, verify
 from kaudit.probe.share.worker import parse_value, record_value
 from kaudit.report.share import share_document, share_table
@@ -56,3 +58,20 @@ def test_the_report_lists_what_went_wrong_and_counts_every_fate() -> None:
     text = share_table(report)
     assert "processed twice" in text and "delivered to no worker" in text
     assert text.splitlines()[-1].startswith("verdict: FAIL (expected exactly-once): ")
+
+
+class Coordinator:
+    """What LagWatch answers: the coordinator says nothing is left to deliver."""
+
+    def done(self) -> bool:
+        return True
+
+
+def test_the_coordinators_word_ends_a_run_only_when_it_is_asked() -> None:
+    # Record 1 never reached a worker by the journals: only the coordinator can say it
+    # never will. Before a run's faults strike, runner passes no coordinator.
+    events = [Event(0, 0, 0, 1, Action.processed), Event(0, 0, 0, 1, Action.accepted)]
+    coordinator = cast(LagWatch, cast(Any, Coordinator()))
+    assert over(events, {0, 1}, ShareSettings(), 5, {}, coordinator)
+    assert not over(events, {0, 1}, ShareSettings(), 5, {}, None)
+    assert over(events, {0}, ShareSettings(), 5, {}, None), "the journals' own word"
