@@ -146,7 +146,7 @@ def unconfirmed(events: list[Event]) -> bool:
 
 
 def over(events: list[Event], written: set[int], settings: ShareSettings, limit: int,
-          killed: dict[tuple[int, int], str], broker: LagWatch | None) -> bool:
+         killed: dict[tuple[int, int], str], broker: LagWatch | None) -> bool:
     """Whether every record is at its end: by the journals (processed and its acceptance
     confirmed, rejected, or archived), or else by the coordinator (nothing left to deliver:
     a record no worker has will never come, a record whose acceptance went unconfirmed was
@@ -161,12 +161,16 @@ def over(events: list[Event], written: set[int], settings: ShareSettings, limit:
     return broker is not None and broker.done()
 
 
-def _may_end(records_over: bool, injector: FaultInjector | None) -> bool:
-    """Whether a run whose records are ``records_over`` may end: once its faults (if any)
-    struck and healed. Until they strike, a run's records have met none, and only the
-    journals may say they are over (the caller passes ``over`` no coordinator then): a
-    coordinator's "nothing left" would end a run before what it was asked to meet."""
-    return records_over and (injector is None or not injector.under_way())
+def _may_end(events: list[Event], written: set[int], settings: ShareSettings, limit: int,
+             killed: dict[tuple[int, int], str], broker: LagWatch,
+             injector: FaultInjector | None) -> bool:
+    """Whether the run may end: every record :func:`over`, and its faults (if any) struck
+    and healed. Until they strike, a run's records have met none, and only the journals
+    may say they are over: a coordinator's "nothing left" would end a run before what it
+    was asked to meet."""
+    trusted = broker if injector is None or injector.struck() else None
+    return over(events, written, settings, limit, killed, trusted) and (
+        injector is None or not injector.under_way())
 
 
 class LagWatch:
@@ -302,9 +306,7 @@ def run_share(conn: ConnectionSettings, settings: ShareSettings,
                 placed.update(new)
                 written.update(new)
             progress[0] = processed_share(events, written)
-            if _may_end(over(events, written, settings, limit, workers.killed,
-                             broker if injector is None or injector.struck() else None),
-                        injector):
+            if _may_end(events, written, settings, limit, workers.killed, broker, injector):
                 done = True
                 break
             time.sleep(0.5)
