@@ -44,7 +44,8 @@ FaultAtOption = Annotated[str, typer.Option(
     "--fault-at", metavar="SECONDS|PCT%", rich_help_panel=FAULTS_PANEL,
     help="When to inject: seconds from the start, or a share of the run (40%): of --count "
          "or --duration (probe consume: of the input committed; probe share: of the records "
-         "processed); never before partition 0's first acknowledged write.")]
+         "processed); never before partition 0's first acknowledged write. A run that ends "
+         "first says in its notes that the fault never struck.")]
 """``--fault-at`` of every command that takes faults (each with its own default)."""
 FaultDurationOption = Annotated[float, typer.Option(
     "--fault-duration", min=0.0, metavar="SECONDS", rich_help_panel=FAULTS_PANEL,
