@@ -81,8 +81,8 @@ def test_a_field_that_first_appears_late_is_compared(spark: SparkSession) -> Non
 def test_two_dozen_compared_fields_are_planned_and_each_change_found(
         spark: SparkSession) -> None:
     # The plan once derived the constraints of every decoded field's expressions, a cost
-    # that grew about fourfold with each four fields: 16 fields took 51 s here, 20 failed
-    # after 10 minutes.
+    # that grew several times over with each four fields: 16 fields took 29 s here, 20
+    # failed after 10 minutes.
     names = [f"f{k}" for k in range(24)]
 
     def value(i: int, k: int) -> Any:
