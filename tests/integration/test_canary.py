@@ -268,14 +268,19 @@ def _truncation_by_acks_1(lab: Lab, tmp_path: Path, prometheus: Prometheus, metr
         def own_count() -> float:  # the canary's own endpoint, read by the test
             return gauge(metrics_port, 'kaudit_canary_lost_records_total{cause="truncated",')
 
-        # The losses are declared as the reader passes them (on a busy machine in more than
-        # one step), and Prometheus has them once it scraped after that: wait until the
-        # canary and Prometheus both count every gap the log itself shows (after the heal
-        # the log's gaps are final; the end of the test reads them again).
+        # The losses are declared as the reader passes them, or as soon as the new leader's
+        # log end shows them cut (before a later record lands there); the log itself shows a
+        # gap only once a later record is written above it, and Prometheus has the count once
+        # it scraped after that. So the log is read again each time: wait until the canary,
+        # Prometheus and the log's own gaps agree (the end of the test reads them again).
         assert wait_for(lambda: own_count() > 0, 60), "the canary declared no loss"
-        in_log = gaps_in_log(lab, topic)[0]
-        assert wait_for(lambda: own_count() == in_log == prometheus.value(lost_now), 90), (
-            in_log, own_count(), prometheus.value(lost_now))
+        counts: list[float | None] = []
+
+        def agreed() -> bool:
+            counts[:] = [gaps_in_log(lab, topic)[0], own_count(), prometheus.value(lost_now)]
+            return counts[0] == counts[1] == counts[2]
+
+        assert wait_for(agreed, 90), counts  # (the log's gaps, the canary's, Prometheus')
         sent = prometheus.query(f'kaudit_canary_records_total{{fate="sent",topic="{topic}"}}')
         assert sorted(r["metric"]["partition"] for r in sent) == ["0", "1", "2"]
         acks = prometheus.value(f'sum(kaudit_canary_ack_latency_seconds_count{{topic="{topic}"}})')
