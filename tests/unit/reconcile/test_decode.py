@@ -314,6 +314,31 @@ def test_a_date_column_is_compared_as_dates_and_a_time_of_day_is_no_date(
         ("undecodable", "5", '{"id": 5, "day": "2024-02-29T10:00:00"}', None)]
 
 
+def test_a_time_field_reads_iso_text_as_a_time_and_a_number_as_seconds_even_at_a_years_start(
+        spark: SparkSession) -> None:
+    from datetime import timedelta
+
+    epoch = datetime(1970, 1, 1)
+    # Text Spark also casts as a time (a sign and digits: the start of that year) is a
+    # number of seconds all the same; ISO text at a year's start stays that time.
+    cases = [("2026-12-05T10:00:00.123456Z", datetime(2026, 12, 5, 10, 0, 0, 123456)),
+             ("2026-01-01T00:00:00Z", datetime(2026, 1, 1)), ("2026-01-01", datetime(2026, 1, 1)),
+             ("2026", epoch + timedelta(seconds=2026)), (" 86400 ", datetime(1970, 1, 2)),
+             ("+86400", datetime(1970, 1, 2)), ("-1", epoch - timedelta(seconds=1)),
+             ("86400.5", datetime(1970, 1, 2, 0, 0, 0, 500000)),
+             ("1e5", epoch + timedelta(seconds=100000)), (2026, epoch + timedelta(seconds=2026)),
+             ("2027", datetime(2027, 1, 1)), ("not a time", datetime(2026, 1, 1))]
+    values = [{"id": i, "at": text} for i, (text, _) in enumerate(cases)]
+    sink = [(i, at) for i, (_, at) in enumerate(cases)]
+    result = reconcile(spark, values, sink, "id long, at timestamp", mode="upsert",
+                       compare=("at",))
+    # "2027" is 2027 seconds, never the year 2027; "not a time" reads as nothing.
+    assert result.counts() == counts(mismatched=1, undecodable=1)
+    assert [(r[0], r[1], r[7], r[8]) for r in rows(result)] == [
+        ("mismatched", "10", "1970-01-01 00:33:47", "2027-01-01 00:00:00"),
+        ("undecodable", "11", '{"id": 11, "at": "not a time"}', None)]
+
+
 def connect_decimal(unscaled: int) -> str:
     """Connect's Decimal as its JSON converter writes it: base64 of the big-endian
     two's-complement bytes of the unscaled value."""
