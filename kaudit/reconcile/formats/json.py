@@ -215,14 +215,23 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
     slow = F.col("v").isNull() | F.col(f"v.{_CORRUPT}").isNotNull()
     fast = {name: _field_column(name) for name in fields}
     texts = {name: _field_column(name, "vt") for name in fields}
-    converted = [F.when(slow, _convert(texts[name], targets[name], encodings.get(name)))
-                 .otherwise(fast[name] if name in numbers
-                            else _convert(fast[name], targets[name], encodings.get(name)))
-                 for name in fields]
+
+    def converted(name: str) -> Any:
+        target, encoding = targets[name], encodings.get(name)
+        if name in numbers:
+            return F.when(slow, _convert(texts[name], target, encoding)).otherwise(fast[name])
+        if name in longs:
+            return F.when(slow, _convert(texts[name], target, encoding)).otherwise(
+                _convert(fast[name], target, encoding))
+        # Text from either decoder, converted once: inside a CASE branch Spark would
+        # evaluate each repeated part of the conversion (a time's cast) again.
+        return _convert(F.when(slow, texts[name]).otherwise(fast[name]), target, encoding)
+
     # Each value a column of its own before the reason reads it: an expression named in
     # both would be converted twice a record (Spark shares no expression between CASE
     # branches): a time's text took a quarter longer that way.
-    frame = frame.select("*", *[c.alias(f"_kaudit_value{i}") for i, c in enumerate(converted)])
+    frame = frame.select("*", *[converted(n).alias(f"_kaudit_value{i}")
+                                for i, n in enumerate(fields)])
     values = {name: F.col(f"_kaudit_value{i}") for i, name in enumerate(fields)}
     reason = _undecodable_reason(fields, slow, fast, texts, values, frozenset(numbers) | longs)
     if problem is not None:  # never a tombstone: a delete names its op
