@@ -218,11 +218,9 @@ def _decode_json(raw: Any, request: ReconcileRequest, targets: dict[str, Any]) -
 
     def converted(name: str) -> Any:
         target, encoding = targets[name], encodings.get(name)
-        if name in numbers:
-            return F.when(slow, _convert(texts[name], target, encoding)).otherwise(fast[name])
-        if name in longs:
-            return F.when(slow, _convert(texts[name], target, encoding)).otherwise(
-                _convert(fast[name], target, encoding))
+        if name in numbers or name in longs:  # the fast decoder typed it: no text of its own
+            own = fast[name] if name in numbers else _convert(fast[name], target, encoding)
+            return F.when(slow, _convert(texts[name], target, encoding)).otherwise(own)
         # Text from either decoder, converted once: inside a CASE branch Spark would
         # evaluate each repeated part of the conversion (a time's cast) again.
         return _convert(F.when(slow, texts[name]).otherwise(fast[name]), target, encoding)
