@@ -80,6 +80,13 @@ class RuntimeUnavailable(KauditError):
     exit_code = ExitCode.UNREACHABLE
 
 
+class SourceChanged(KauditError):
+    """A side (topic or sink) read twice in one run gave different rows: no verdict can be
+    drawn from the two. Exit 3, as for a sink that cannot be read."""
+
+    exit_code = ExitCode.UNREACHABLE
+
+
 class LabError(KauditError):
     """The local lab cluster failed to start or to do what was asked. Exit 3."""
 

@@ -49,6 +49,14 @@ class Envelope(StrEnum):
     connect = "connect"
 
 
+class Shuffle(StrEnum):
+    """What reconcile's one shuffle of both sides carries."""
+
+    auto = "auto"
+    values = "values"
+    hashes = "hashes"
+
+
 class Precision(StrEnum):
     """Timestamp precision for comparisons."""
 
@@ -160,6 +168,12 @@ def reconcile(
     csv: Annotated[bool, typer.Option("--csv", help="Also write it as CSV.")] = False,
     master: Annotated[str, typer.Option(
         metavar="URL", help="Spark master, e.g. spark://host:7077.")] = "local[*]",
+    shuffle: Annotated[Shuffle, typer.Option(
+        case_sensitive=False,
+        help="What the one shuffle of both sides carries: the compared values, or only "
+             "hashes (the suspects' rows are then read again); auto: hashes when the "
+             "compared values are wide and the sink is files or a pinned snapshot.")
+    ] = Shuffle.auto,
     jars: Annotated[str | None, typer.Option(
         metavar="JAR[,JAR]", help="Use these jars (Kafka connector, JDBC driver) instead "
                                   "of resolving them with mvn.")] = None,
@@ -228,7 +242,7 @@ def reconcile(
         read_committed=read_committed,
         numeric_tolerance=tolerance, timestamp_precision=timestamp_precision.value,
         grace_seconds=grace, sink_options=parse_key_values(sink_option or [], "--sink-option"),
-        output_dir=output_dir, csv=csv, master=master,
+        output_dir=output_dir, csv=csv, master=master, shuffle=shuffle.value,
         jars=[j for j in jars.split(",") if j] if jars else None, samples=samples,
         pipeline=pipeline)
     if sys.stderr.isatty():

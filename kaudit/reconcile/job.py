@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
@@ -267,7 +267,10 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                              partition_starts={r.partition: r.start for r in ranges},
                              shuffle_partitions=shuffle_partitions(ranges),
                              display_scales=display_scales(
-                                 {f.column: f.sink_type for f in fields}))
+                                 {f.column: f.sink_type for f in fields}),
+                             shuffle=shuffle_for(request.shuffle,
+                                                 [topic.schema[c].dataType for c in compared],
+                                                 sink_spec))
     try:
         comparison = compare(topic, sink, options)
     except ValueError as exc:  # e.g. a compared field with a reserved name
@@ -320,6 +323,20 @@ def add_events(conn: ConnectionSettings, request: ReconcileRequest,
 #: Rows per partition of the one shuffle that keep a task's hash aggregation and hash
 #: join well inside its memory.
 ROWS_PER_SHUFFLE_PARTITION = 250_000
+
+
+def shuffle_for(asked: str, compared: list[Any], sink: SinkSpec) -> Literal["values", "hashes"]:
+    """What the one shuffle carries: as asked, or with ``auto`` only hashes where the
+    compared values (Spark types) are wide (:data:`~kaudit.reconcile.plan.model.WIDE_VALUES`)
+    and a second read of the sink gives the rows of the first."""
+    from kaudit.reconcile.plan.model import WIDE_VALUES, values_width
+
+    if asked == "values":
+        return "values"
+    if asked == "hashes":
+        return "hashes"
+    wide = values_width(compared) >= WIDE_VALUES
+    return "hashes" if wide and sink.reads_alike() else "values"
 
 
 def shuffle_partitions(ranges: list[OffsetRange]) -> int:

@@ -53,9 +53,9 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kaudit.errors import RuntimeUnavailable
+from kaudit.errors import RuntimeUnavailable, SourceChanged
 from kaudit.reconcile.classes import CLASSES, RAW_VALUE, UNDECODABLE
-from kaudit.reconcile.plan.columns import is_live, is_sink
+from kaudit.reconcile.plan.columns import is_live, is_sink, is_topic
 from kaudit.reconcile.plan.mode import Mode
 from kaudit.reconcile.plan.model import (
     DISCREPANCY_COLUMNS,
@@ -75,13 +75,16 @@ class Comparison:
     """
 
     _kept: DataFrame
-    """The discrepancy rows and one row of totals (class :data:`_TOTALS`), persisted."""
+    """The discrepancy rows and one row of totals (class :data:`_TOTALS`), persisted; with
+    ``shuffle="hashes"`` also the rows of :data:`_SUSPECTS` and :data:`_FETCHED`."""
+    _fetched: DataFrame | None = None
+    """With ``shuffle="hashes"``: the suspects' rows read again, persisted."""
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def discrepancies(self) -> DataFrame:
         """The discrepancy rows (columns :data:`DISCREPANCY_COLUMNS`)."""
-        return self._kept.where(F.col("class") != F.lit(_TOTALS))
+        return self._kept.where(~F.col("class").isin(*_BOOKKEEPING))
 
     def topic_records(self) -> int:
         """Topic records compared (tombstones not included)."""
@@ -103,10 +106,12 @@ class Comparison:
                 F.count(F.lit(1)).alias("n"), F.sum("topic_count").alias("t"),
                 F.sum("sink_count").alias("s")).collect()
             found = [(row["partition"], row["class"], int(row["n"])) for row in rows
-                     if row["class"] != _TOTALS]
-            totals = [(int(row["t"] or 0), int(row["s"] or 0)) for row in rows
-                      if row["class"] == _TOTALS]
-            self._memo["aggregated"] = (found, totals[0] if totals else (0, 0))
+                     if row["class"] not in _BOOKKEEPING]
+            sums = {row["class"]: (int(row["t"] or 0), int(row["s"] or 0)) for row in rows
+                    if row["class"] in _BOOKKEEPING}
+            if sums.get(_SUSPECTS) != sums.get(_FETCHED):
+                raise SourceChanged(_changed(sums.get(_SUSPECTS), sums.get(_FETCHED)))
+            self._memo["aggregated"] = (found, sums.get(_TOTALS, (0, 0)))
         result: tuple[list[tuple[int | None, str, int]], tuple[int, int]] = \
             self._memo["aggregated"]
         return result
@@ -157,6 +162,18 @@ class Comparison:
     def unpersist(self) -> None:
         """Drop the persisted discrepancy set (after the report is written)."""
         self._kept.unpersist()
+        if self._fetched is not None:
+            self._fetched.unpersist()
+
+
+def _changed(suspects: tuple[int, int] | None, fetched: tuple[int, int] | None) -> str:
+    """Why a second read of the suspects' rows cannot be trusted, in one line."""
+    want, got = suspects or (0, 0), fetched or (0, 0)
+    side = "topic" if want[0] != got[0] else "sink"
+    n = 0 if side == "topic" else 1
+    return (f"the {side} changed while kaudit read it: the suspect keys had {want[n]} "
+            f"{side} rows in the first read and {got[n]} when read again for their values; "
+            "run again, or with --shuffle values (one read of each side)")
 
 
 def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Comparison:
@@ -170,19 +187,24 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
     for name in (UNDECODABLE, RAW_VALUE):
         if name not in topic.columns:
             topic = topic.withColumn(name, F.lit(None).cast("string"))
-    rows_once = _shuffled(topic, sink, mode, options)
+    values = options.shuffle == "values"
+    rows_once = _shuffled(topic, sink, mode, options, values)
     group = list(mode.group)
     # The summary is small (suspects and one row of totals): a partition per core. Each
     # of the many tasks before it writes a file per partition of its output. Read twice
     # below, by the detail (its suspects) and by the totals: as one RDD, so that its
     # aggregation of every shuffled row runs once (the optimizer would plan each use anew).
-    summary = _read_once(_summary(rows_once, mode),
+    summary = _read_once(_summary(rows_once, mode, not values),
                          max(1, topic.sparkSession.sparkContext.defaultParallelism))
     suspects = summary.where(~F.col("_clean")).select(*group)
     # Both sides of this join are partitioned by the group key already (the rows by the
     # one shuffle, the suspects by a small exchange): a hash join per partition, no sort.
-    detail = _derived(
-        rows_once.join(suspects.hint("shuffle_hash"), on=group, how="left_semi"), mode)
+    suspect_rows = rows_once.join(suspects.hint("shuffle_hash"), on=group, how="left_semi")
+    fetched = None
+    if not values:
+        fetched = _fetched(suspect_rows, summary, topic, sink, mode, options)
+        suspect_rows = fetched
+    detail = _derived(suspect_rows, mode)
     rows = mode.rows(detail, topic, sink, options)
     # inline_outer + filter, not inline: with inline, Spark infers a size(_rows) > 0 filter
     # and pushes it below the projection, computing every row's discrepancies twice.
@@ -191,8 +213,11 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
         .where(F.col("class").isNotNull())
         .select(*DISCREPANCY_COLUMNS)
     )
+    checks = [_totals_row(summary)]
+    if fetched is not None:
+        checks += [_suspects_row(summary), _fetched_row(fetched)]
     kept = (
-        found.unionByName(_totals_row(summary))
+        _union(found, *checks)
         # The set is small (the suspects' rows), but the big shuffle left it in many
         # partitions; the counts and samples that read it would pay a task per
         # partition, every time. One partition per core, or fewer shuffle partitions
@@ -201,7 +226,7 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
                                   options.shuffle_partitions))
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    return Comparison(kept)
+    return Comparison(kept, fetched)
 
 
 PARTITIONS_PER_KEPT_TASK = 40
@@ -224,16 +249,43 @@ def kept_partitions(cores: int, shuffled: int | None) -> int:
 #: The class of the kept set's one row of totals (topic_count: topic records compared,
 #: sink_count: sink rows compared); never a discrepancy.
 _TOTALS = "_totals"
+#: With shuffle="hashes": the suspect groups' topic rows (tombstones too) and sink rows in
+#: the first read, and the same counted in the second; they must be equal.
+_SUSPECTS, _FETCHED = "_suspects", "_fetched"
+_BOOKKEEPING = (_TOTALS, _SUSPECTS, _FETCHED)
 
 
 def _totals_row(summary: DataFrame) -> DataFrame:
     """The summary's totals as one row of the discrepancy schema (class :data:`_TOTALS`)."""
-    sums = summary.agg(F.sum("_live_n").alias("topic_count"),
-                       F.sum("_s_rows").alias("sink_count"))
-    values = {"class": F.lit(_TOTALS), "topic_count": F.col("topic_count"),
+    return _counts_row(summary, _TOTALS, F.sum("_live_n"), F.sum("_s_rows"))
+
+
+def _suspects_row(summary: DataFrame) -> DataFrame:
+    """The suspect groups' rows in the first read (class :data:`_SUSPECTS`)."""
+    return _counts_row(summary.where(~F.col("_clean")), _SUSPECTS, F.sum("_t_rows"),
+                       F.sum("_s_rows"))
+
+
+def _fetched_row(fetched: DataFrame) -> DataFrame:
+    """The suspect groups' rows read again (class :data:`_FETCHED`)."""
+    sink = F.col("_side") == F.lit(_SIDE_SINK)
+    return _counts_row(fetched, _FETCHED, F.count_if(~sink), F.count_if(sink))
+
+
+def _counts_row(frame: DataFrame, cls: str, topic_count: Column,
+                sink_count: Column) -> DataFrame:
+    """Two sums over ``frame`` as one row of the discrepancy schema, of class ``cls``."""
+    sums = frame.agg(topic_count.alias("topic_count"), sink_count.alias("sink_count"))
+    values = {"class": F.lit(cls), "topic_count": F.col("topic_count"),
               "sink_count": F.col("sink_count")}
     return sums.select(*[values.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name)
                          for f in DISCREPANCY_SCHEMA.fields])
+
+
+def _union(first: DataFrame, *others: DataFrame) -> DataFrame:
+    for other in others:
+        first = first.unionByName(other)
+    return first
 
 
 # --- the first pass: the one shuffle and the summary that picks the suspects ------------
@@ -305,9 +357,18 @@ def _read_once(frame: DataFrame, partitions: int | None = None) -> DataFrame:
     return DataFrame(jdf, spark)
 
 
-def _shuffled(topic: DataFrame, sink: DataFrame, mode: Mode,
-              options: CompareOptions) -> DataFrame:
+def _shuffled(topic: DataFrame, sink: DataFrame, mode: Mode, options: CompareOptions,
+              values: bool) -> DataFrame:
     """Both sides' rows (see above) after the one shuffle, on the mode's group key."""
+    both = _sides(topic, sink, mode, options, values).repartition(
+        *[F.col(g) for g in mode.group])
+    return _read_once(both, options.shuffle_partitions)
+
+
+def _sides(topic: DataFrame, sink: DataFrame, mode: Mode, options: CompareOptions,
+           values: bool) -> DataFrame:
+    """Both sides' rows as one frame, the compared values in the side structs only with
+    ``values``."""
     tomb = F.coalesce(F.col("tombstone"), F.lit(False))
     offset, partition = F.col("offset").cast("long"), F.col("partition").cast("int")
     # Only what the summary and the detail need crosses the shuffle: the group key, one
@@ -316,7 +377,7 @@ def _shuffled(topic: DataFrame, sink: DataFrame, mode: Mode,
     # when --grace needs it). What can be derived from those (flags, the second key hash,
     # upsert's ordering) is derived after the shuffle: every byte a row carries is
     # written, compressed and read back for millions of rows.
-    compared = list(options.compare)
+    compared = list(options.compare) if values else []
     t_fields = [partition.alias("partition"), offset.alias("offset"),
                 F.col(UNDECODABLE).alias(UNDECODABLE), F.col(RAW_VALUE).alias(RAW_VALUE)]
     if options.grace_cutoff is not None:
@@ -345,8 +406,35 @@ def _shuffled(topic: DataFrame, sink: DataFrame, mode: Mode,
         F.lit(None).cast(t_type).alias("_t"),
         s_struct.alias("_s"),
     )
-    both = t_narrow.unionByName(s_narrow).repartition(*[F.col(g) for g in mode.group])
-    return _read_once(both, options.shuffle_partitions)
+    return t_narrow.unionByName(s_narrow)
+
+
+FETCH_BROADCAST_MAX = 4_000_000
+"""Most suspect topic records whose coordinates are sent to every task as one table
+(about 30 bytes each in the driver and in each executor); above it both sides are
+shuffled to meet them instead, as a shuffle of values would have done."""
+
+
+def _fetched(suspect_rows: DataFrame, summary: DataFrame, topic: DataFrame,
+             sink: DataFrame, mode: Mode, options: CompareOptions) -> DataFrame:
+    """The suspect groups' rows with their values, read again from both sides and persisted
+    (the detail and the check of :data:`_FETCHED` read them): the topic's records at the
+    coordinates the first read gave them, joined before any value is decoded (Spark moves
+    a semi join on the record's partition and offset below the decoding), and the sink's
+    rows by group key. Runs the first pass now: how many records the suspects have
+    decides how they are met."""
+    suspects = summary.where(~F.col("_clean"))
+    counted = suspects.agg(F.sum("_t_rows")).collect()[0][0] or 0
+    hint = "broadcast" if counted <= FETCH_BROADCAST_MAX else "shuffle_hash"
+    at = (suspect_rows.where(F.col("_side") != F.lit(_SIDE_SINK))
+          .select(F.col("_t.partition").alias("partition"),
+                  F.col("_t.offset").alias("offset")))
+    t = topic.join(at.hint(hint), on=["partition", "offset"], how="left_semi")
+    group = list(mode.group)
+    s = (sink.select("*", *mode.group_columns())
+         .join(suspects.select(*group).hint(hint), on=group, how="left_semi")
+         .drop(*group))
+    return _sides(t, s, mode, options, True).persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def _derived(rows: DataFrame, mode: Mode) -> DataFrame:
@@ -357,7 +445,7 @@ def _derived(rows: DataFrame, mode: Mode) -> DataFrame:
     return mode.derived(rows)
 
 
-def _summary(rows: DataFrame, mode: Mode) -> DataFrame:
+def _summary(rows: DataFrame, mode: Mode, topic_rows: bool = False) -> DataFrame:
     """One row per suspect group (its group key, ``_clean`` false) and one row for all
     clean groups (group key null, ``_clean`` true); each
     with the live topic records (``_live_n``) and sink rows (``_s_rows``) it stands for.
@@ -370,8 +458,12 @@ def _summary(rows: DataFrame, mode: Mode) -> DataFrame:
     """
     rows = _derived(rows, mode)
     aggs, clean = mode.summary()
+    # With topic_rows, each group's topic rows, tombstones too (_t_rows): what a second
+    # read of the suspects must find again.
+    counted = ["_live_n", "_s_rows", *(["_t_rows"] if topic_rows else [])]
     per_group = rows.groupBy(*mode.group).agg(
         F.count_if(is_live()).alias("_live_n"), F.count_if(is_sink()).alias("_s_rows"),
+        *([F.count_if(is_topic()).alias("_t_rows")] if topic_rows else []),
         (F.min("_k2") == F.max("_k2")).alias("_one_key"), *aggs,
     ).withColumn("_clean", F.coalesce(clean, F.lit(False)))
     suspect = ~F.col("_clean")
@@ -379,7 +471,7 @@ def _summary(rows: DataFrame, mode: Mode) -> DataFrame:
     # one row per task, so only the suspects and a row per task cross this exchange.
     return per_group.groupBy(
         F.col("_clean"), *[F.when(suspect, F.col(g)).alias(g) for g in mode.group],
-    ).agg(F.sum("_live_n").alias("_live_n"), F.sum("_s_rows").alias("_s_rows"))
+    ).agg(*[F.sum(c).alias(c) for c in counted])
 
 
 # --- validation -------------------------------------------------------------------------

@@ -15,3 +15,12 @@ def spark(local_spark: Any) -> SparkSession:
     session: SparkSession = local_spark
     session.conf.set("spark.sql.shuffle.partitions", "4")
     return session
+
+
+@pytest.fixture(params=["values", "hashes"])
+def each_shuffle(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a plan test once with each ``shuffle``: the verdicts must not depend on it."""
+    from tests.unit.reconcile import frames
+
+    monkeypatch.setattr(frames, "SHUFFLE", request.param)
+    return str(request.param)

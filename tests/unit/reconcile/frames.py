@@ -86,9 +86,15 @@ def sink_frame(spark: SparkSession, rows: Sequence[tuple[Any, ...]], fields: str
     return frame.withColumn("payload_hash", payload_hash_column(compared))
 
 
+SHUFFLE = "values"
+"""The ``shuffle`` :func:`run` compares with unless told (the ``each_shuffle`` fixture sets
+it to each in turn)."""
+
+
 def run(topic: DataFrame, sink: DataFrame, mode: str, compared: Sequence[str] = (),
         **options: Any) -> Comparison:
     """compare() with CompareOptions built from the arguments."""
+    options.setdefault("shuffle", SHUFFLE)
     return compare(topic, sink, CompareOptions(mode=mode,  # type: ignore[arg-type]
                                                compare=tuple(compared), **options))
 

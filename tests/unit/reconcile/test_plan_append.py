@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from tests.unit.reconcile.frames import T0, counts, rec, rows, run, sink_frame, topic_frame
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("each_shuffle")]
 
 V = ("v",)
 

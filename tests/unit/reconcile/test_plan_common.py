@@ -26,7 +26,7 @@ from tests.unit.reconcile.frames import (
     topic_frame,
 )
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("each_shuffle")]
 
 COLS = ("name", "amount")
 FIELDS = "name string, amount double"
@@ -110,7 +110,7 @@ def test_one_pass_over_each_side_one_bulk_shuffle_no_sort(spark: SparkSession,
     topic = topic_frame(spark, [rec(0, 0, "a", 1), rec(0, 1, "b", 2)], "v long", ("v",))
     sink = sink_frame(spark, [(0, 0, "a", 1), (0, 1, "b", 3)], "v long", ("v",),
                       coordinates=True)
-    result = run(topic, sink, mode, ("v",))
+    result = run(topic, sink, mode, ("v",), shuffle="values")
     plan = result.discrepancies._jdf.queryExecution().executedPlan().toString()
     # Nothing sorts the rows: no window, no sort-merge join, no sort.
     for node in ("Window", "SortMergeJoin", "Sort [", "SortAggregate"):
