@@ -52,7 +52,6 @@ class Envelope(StrEnum):
 class Shuffle(StrEnum):
     """What reconcile's one shuffle of both sides carries."""
 
-    auto = "auto"
     values = "values"
     hashes = "hashes"
 
@@ -171,9 +170,9 @@ def reconcile(
     shuffle: Annotated[Shuffle, typer.Option(
         case_sensitive=False,
         help="What the one shuffle of both sides carries: the compared values, or only "
-             "hashes (the suspects' rows are then read again); auto: hashes when the "
-             "compared values are wide and the sink is files or a pinned snapshot.")
-    ] = Shuffle.auto,
+             "hashes, the suspects' rows read again afterwards (a smaller shuffle where "
+             "the values are wide, for one more read of each side).")
+    ] = Shuffle.values,
     jars: Annotated[str | None, typer.Option(
         metavar="JAR[,JAR]", help="Use these jars (Kafka connector, JDBC driver) instead "
                                   "of resolving them with mvn.")] = None,

@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from kaudit.connection.settings import ConnectionSettings
 from kaudit.errors import InputError
@@ -253,8 +253,16 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                                    & (F.col("offset") < r.end))
         sink = sink.where(in_range)
     compared = [request.sink_column(c) for c in request.compare]
+    shaped_sink = sink
     topic, sink, fields = hashed(topic, sink, compared, request.declared_kinds(),
                                  sink_spec.column_types)
+
+    def topic_at(at: Any) -> Any:
+        """The records at ``at``'s coordinates, joined before they are decoded."""
+        subset = raw.join(at, on=["partition", "offset"], how="left_semi")
+        return hashed(decode_topic(subset, request, types), shaped_sink, compared,
+                      request.declared_kinds(), sink_spec.column_types)[0]
+
     notes = {request.sink_column(n): why for n, why in request.type_notes.items()}
     fields = [replace(f, note=notes.get(f.column)) for f in fields]
     grace = (datetime.now(UTC) - timedelta(seconds=request.grace_seconds)
@@ -268,11 +276,9 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                              shuffle_partitions=shuffle_partitions(ranges),
                              display_scales=display_scales(
                                  {f.column: f.sink_type for f in fields}),
-                             shuffle=shuffle_for(request.shuffle,
-                                                 [topic.schema[c].dataType for c in compared],
-                                                 sink_spec))
+                             shuffle=request.shuffle)
     try:
-        comparison = compare(topic, sink, options)
+        comparison = compare(topic, sink, options, topic_at)
     except ValueError as exc:  # e.g. a compared field with a reserved name
         raise InputError(f"cannot compare: {exc}") from None
     counts = dict(comparison.counts())
@@ -323,20 +329,6 @@ def add_events(conn: ConnectionSettings, request: ReconcileRequest,
 #: Rows per partition of the one shuffle that keep a task's hash aggregation and hash
 #: join well inside its memory.
 ROWS_PER_SHUFFLE_PARTITION = 250_000
-
-
-def shuffle_for(asked: str, compared: list[Any], sink: SinkSpec) -> Literal["values", "hashes"]:
-    """What the one shuffle carries: as asked, or with ``auto`` only hashes where the
-    compared values (Spark types) are wide (:data:`~kaudit.reconcile.plan.model.WIDE_VALUES`)
-    and a second read of the sink gives the rows of the first."""
-    from kaudit.reconcile.plan.model import WIDE_VALUES, values_width
-
-    if asked == "values":
-        return "values"
-    if asked == "hashes":
-        return "hashes"
-    wide = values_width(compared) >= WIDE_VALUES
-    return "hashes" if wide and sink.reads_alike() else "values"
 
 
 def shuffle_partitions(ranges: list[OffsetRange]) -> int:

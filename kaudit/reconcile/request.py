@@ -58,9 +58,9 @@ class ReconcileRequest:
     output_dir: str | None = None
     csv: bool = False
     master: str = "local[*]"
-    shuffle: Literal["auto", "values", "hashes"] = "auto"
-    """What the one shuffle carries (``--shuffle``); ``auto``: hashes where the compared
-    values are wide and the sink reads alike twice (:func:`kaudit.reconcile.job.shuffle_for`)."""
+    shuffle: Literal["values", "hashes"] = "values"
+    """What the one shuffle of both sides carries (``--shuffle``; see
+    :class:`kaudit.reconcile.plan.model.CompareOptions`)."""
     jars: list[str] | None = None
     samples: int = 5
     pipeline: PipelineSource | None = None

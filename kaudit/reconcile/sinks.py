@@ -48,11 +48,6 @@ class SinkSpec:
     """A PostgreSQL table's columns -> their types as the database names them
     (``jsonb``, ``time without time zone``), looked up by :func:`pin_sink`."""
 
-    def reads_alike(self) -> bool:
-        """Two reads in one run give the same rows: files listed once, a Delta or Iceberg
-        snapshot pinned. A database table or a catalog's table may change between them."""
-        return self.kind in ("parquet", "csv", "json", "delta", "iceberg")
-
     def database_kinds(self) -> dict[str, Any]:
         """Column -> the kind its database type holds where Spark reads it as text."""
         return {c: k for c, t in self.column_types.items()

@@ -45,6 +45,7 @@ second read of it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +79,7 @@ class Comparison:
     """The discrepancy rows and one row of totals (class :data:`_TOTALS`), persisted; with
     ``shuffle="hashes"`` also the rows of :data:`_SUSPECTS` and :data:`_FETCHED`."""
     _fetched: DataFrame | None = None
-    """With ``shuffle="hashes"``: the suspects' rows read again, persisted."""
+    """With ``shuffle="hashes"``: the suspects' rows read again."""
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -162,8 +163,6 @@ class Comparison:
     def unpersist(self) -> None:
         """Drop the persisted discrepancy set (after the report is written)."""
         self._kept.unpersist()
-        if self._fetched is not None:
-            self._fetched.unpersist()
 
 
 def _changed(suspects: tuple[int, int] | None, fetched: tuple[int, int] | None) -> str:
@@ -176,17 +175,22 @@ def _changed(suspects: tuple[int, int] | None, fetched: tuple[int, int] | None) 
             "run again, or with --shuffle values (one read of each side)")
 
 
-def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Comparison:
+def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions,
+            topic_at: Callable[[DataFrame], DataFrame] | None = None) -> Comparison:
     """Build the comparison plan of ``topic`` against ``sink``.
 
     Lazy: nothing runs until the :class:`Comparison` is asked for counts, totals or
-    samples (or the discrepancies are written). Raises :class:`ValueError` on a frame without a
-    required column, a compared column with a reserved name, or an unknown mode.
+    samples (or the discrepancies are written); with ``shuffle="hashes"`` the first pass
+    runs here. Raises :class:`ValueError` on a frame without a required column, a compared
+    column with a reserved name, or an unknown mode.
+
+    ``topic_at``: with ``shuffle="hashes"``, the topic frame's records at the coordinates
+    (``partition``, ``offset``) of the frame it is given, built so that only those records
+    are decoded (the caller joins the raw records before decoding them); without it, the
+    topic frame joined with them.
     """
     mode = _validate(topic, sink, options)
-    for name in (UNDECODABLE, RAW_VALUE):
-        if name not in topic.columns:
-            topic = topic.withColumn(name, F.lit(None).cast("string"))
+    topic = _with_problems(topic)
     values = options.shuffle == "values"
     rows_once = _shuffled(topic, sink, mode, options, values)
     group = list(mode.group)
@@ -202,7 +206,8 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions) -> Compa
     suspect_rows = rows_once.join(suspects.hint("shuffle_hash"), on=group, how="left_semi")
     fetched = None
     if not values:
-        fetched = _fetched(suspect_rows, summary, topic, sink, mode, options)
+        fetched = _fetched(suspect_rows, summary, _topic_at(topic, topic_at), sink, mode,
+                           options)
         suspect_rows = fetched
     detail = _derived(suspect_rows, mode)
     rows = mode.rows(detail, topic, sink, options)
@@ -415,26 +420,44 @@ FETCH_BROADCAST_MAX = 4_000_000
 shuffled to meet them instead, as a shuffle of values would have done."""
 
 
-def _fetched(suspect_rows: DataFrame, summary: DataFrame, topic: DataFrame,
-             sink: DataFrame, mode: Mode, options: CompareOptions) -> DataFrame:
-    """The suspect groups' rows with their values, read again from both sides and persisted
-    (the detail and the check of :data:`_FETCHED` read them): the topic's records at the
-    coordinates the first read gave them, joined before any value is decoded (Spark moves
-    a semi join on the record's partition and offset below the decoding), and the sink's
-    rows by group key. Runs the first pass now: how many records the suspects have
-    decides how they are met."""
+def _with_problems(topic: DataFrame) -> DataFrame:
+    """The topic frame with :data:`UNDECODABLE` and :data:`RAW_VALUE` (null where absent:
+    every record decoded)."""
+    for name in (UNDECODABLE, RAW_VALUE):
+        if name not in topic.columns:
+            topic = topic.withColumn(name, F.lit(None).cast("string"))
+    return topic
+
+
+def _topic_at(topic: DataFrame, given: Callable[[DataFrame], DataFrame] | None
+              ) -> Callable[[DataFrame], DataFrame]:
+    """``compare``'s ``topic_at``, or the topic frame joined with the coordinates."""
+    if given is not None:
+        return lambda at: _with_problems(given(at))
+    return lambda at: topic.join(at, on=["partition", "offset"], how="left_semi")
+
+
+def _fetched(suspect_rows: DataFrame, summary: DataFrame,
+             topic_at: Callable[[DataFrame], DataFrame], sink: DataFrame, mode: Mode,
+             options: CompareOptions) -> DataFrame:
+    """The suspect groups' rows with their values, read again from both sides: the topic's
+    records at the coordinates the first read gave them (``topic_at``), the sink's rows by
+    group key. Read once (:func:`_read_once`): the detail and the check of
+    :data:`_FETCHED` read the same rows. Runs the first pass now: how many records the
+    suspects have decides how they are met."""
     suspects = summary.where(~F.col("_clean"))
     counted = suspects.agg(F.sum("_t_rows")).collect()[0][0] or 0
     hint = "broadcast" if counted <= FETCH_BROADCAST_MAX else "shuffle_hash"
     at = (suspect_rows.where(F.col("_side") != F.lit(_SIDE_SINK))
           .select(F.col("_t.partition").alias("partition"),
                   F.col("_t.offset").alias("offset")))
-    t = topic.join(at.hint(hint), on=["partition", "offset"], how="left_semi")
     group = list(mode.group)
     s = (sink.select("*", *mode.group_columns())
          .join(suspects.select(*group).hint(hint), on=group, how="left_semi")
          .drop(*group))
-    return _sides(t, s, mode, options, True).persist(StorageLevel.MEMORY_AND_DISK)
+    both = _sides(topic_at(at.hint(hint)), s, mode, options, True)
+    return _read_once(both.repartition(*[F.col(g) for g in group]),
+                      max(1, summary.sparkSession.sparkContext.defaultParallelism))
 
 
 def _derived(rows: DataFrame, mode: Mode) -> DataFrame:

@@ -195,40 +195,8 @@ class CompareOptions:
     """What the one shuffle of both sides carries besides keys and hashes: ``values``, every
     row's compared values (the suspects' detail then reads them from that shuffle again);
     ``hashes``, none of them (the suspects' rows are then read again from both sides and
-    only they are shuffled with their values). :func:`values_width` and
-    :data:`WIDE_VALUES` say when each pays."""
-
-
-WIDE_VALUES = 160
-"""Compared values at least this wide (:func:`values_width`) are not worth carrying
-through the one shuffle: at 10 M records with two compared fields (about 30 bytes) the
-shuffle of values took 1.25x the shuffle floor and a plan that read the suspects again
-1.34x; at 3 M records with 14 (about 270 bytes), 1.80x against 1.25x (bench/README.md,
-2026-12-05)."""
-
-
-def values_width(types: Sequence[T.DataType]) -> int:
-    """What the compared values of one row weigh in a shuffle, in bytes, by Spark's own
-    estimates: a text field 20 bytes (its length is not known before the data is read),
-    a number or a time its fixed width."""
-    return sum(_width(t) for t in types)
-
-
-def _width(data_type: T.DataType) -> int:
-    if isinstance(data_type, T.StructType):
-        return sum(_width(f.dataType) for f in data_type.fields)
-    if isinstance(data_type, T.DecimalType):
-        return 8 if data_type.precision <= 18 else 16
-    if isinstance(data_type, (T.BooleanType, T.ByteType)):
-        return 1
-    if isinstance(data_type, T.ShortType):
-        return 2
-    if isinstance(data_type, (T.IntegerType, T.FloatType, T.DateType)):
-        return 4
-    if isinstance(data_type, (T.LongType, T.DoubleType, T.TimestampType,
-                              T.TimestampNTZType)):
-        return 8
-    return 20  # text, bytes, lists and maps: Spark's estimate for a value of unknown length
+    only they are shuffled with their values): a smaller shuffle for one more read of
+    each side (:mod:`kaudit.reconcile.plan.comparison`, "Scale")."""
 
 
 def key_hash_column(key_col: Column) -> Column:

@@ -1,6 +1,5 @@
-"""``shuffle="hashes"``: what it reads again, the check that a second read found the same
-rows, and when ``auto`` picks it. (Every plan test runs with both shuffles: the
-``each_shuffle`` fixture.)"""
+"""``shuffle="hashes"``: what it reads again, and the check that the second read found the
+first's rows. (Every plan test runs with both shuffles: the ``each_shuffle`` fixture.)"""
 
 from __future__ import annotations
 
@@ -9,42 +8,15 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from kaudit.errors import SourceChanged
-from kaudit.reconcile.job import shuffle_for
-from kaudit.reconcile.plan.model import WIDE_VALUES, values_width
-from kaudit.reconcile.sinks import SinkSpec
 from tests.unit.reconcile.frames import counts, rec, rows, run, sink_frame, topic_frame
+
+pytestmark = pytest.mark.spark
 
 V = ("v",)
 
 
-def _wide(n: int) -> list[T.DataType]:
-    return [T.StringType()] * n
-
-
-def test_values_width_counts_text_as_spark_does_and_numbers_by_their_width() -> None:
-    assert values_width([T.StringType(), T.LongType(), T.DecimalType(12, 2),
-                         T.DecimalType(38, 18), T.TimestampType(), T.BooleanType()]) == \
-        20 + 8 + 8 + 16 + 8 + 1
-
-
-@pytest.mark.parametrize(("asked", "types", "kind", "picked"), [
-    ("auto", _wide(2), "parquet", "values"),  # the bench's orders: two fields
-    ("auto", _wide(WIDE_VALUES // 20), "parquet", "hashes"),
-    ("auto", _wide(WIDE_VALUES // 20), "iceberg", "hashes"),
-    ("auto", _wide(WIDE_VALUES // 20 - 1), "parquet", "values"),
-    ("auto", _wide(WIDE_VALUES // 20), "jdbc", "values"),  # may change between reads
-    ("hashes", _wide(1), "jdbc", "hashes"),
-    ("values", _wide(40), "parquet", "values"),
-])
-def test_auto_shuffles_hashes_only_for_wide_values_and_a_sink_that_reads_alike(
-        asked: str, types: list[T.DataType], kind: str, picked: str) -> None:
-    assert shuffle_for(asked, types, SinkSpec(kind, "somewhere", None, {})) == picked
-
-
-@pytest.mark.spark
 def test_hashes_read_again_only_the_suspects_records_and_rows(spark: SparkSession) -> None:
     # One key mismatched, one missing, one duplicated in the sink, 20 alike.
     topic = topic_frame(spark, [rec(0, i, f"k{i}", i) for i in range(23)], "v long", V)
@@ -62,7 +34,6 @@ def test_hashes_read_again_only_the_suspects_records_and_rows(spark: SparkSessio
     result.unpersist()
 
 
-@pytest.mark.spark
 def test_a_sink_that_changes_between_the_two_reads_is_refused(spark: SparkSession,
                                                               tmp_path: Path) -> None:
     # The sink's rows pass a filter that reads a file each time the sink is read: the
