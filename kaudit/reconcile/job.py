@@ -9,6 +9,7 @@ counts, totals and samples come from its own (small, persisted) discrepancy set.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -253,16 +254,9 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                                    & (F.col("offset") < r.end))
         sink = sink.where(in_range)
     compared = [request.sink_column(c) for c in request.compare]
-    shaped_sink = sink
+    topic_at = _records_at(raw, request, types, sink, compared, sink_spec)
     topic, sink, fields = hashed(topic, sink, compared, request.declared_kinds(),
                                  sink_spec.column_types)
-
-    def topic_at(at: Any) -> Any:
-        """The records at ``at``'s coordinates, joined before they are decoded."""
-        subset = raw.join(at, on=["partition", "offset"], how="left_semi")
-        return hashed(decode_topic(subset, request, types), shaped_sink, compared,
-                      request.declared_kinds(), sink_spec.column_types)[0]
-
     notes = {request.sink_column(n): why for n, why in request.type_notes.items()}
     fields = [replace(f, note=notes.get(f.column)) for f in fields]
     grace = (datetime.now(UTC) - timedelta(seconds=request.grace_seconds)
@@ -329,6 +323,18 @@ def add_events(conn: ConnectionSettings, request: ReconcileRequest,
 #: Rows per partition of the one shuffle that keep a task's hash aggregation and hash
 #: join well inside its memory.
 ROWS_PER_SHUFFLE_PARTITION = 250_000
+
+
+def _records_at(raw: Any, request: ReconcileRequest, types: dict[str, Any], sink: Any,
+                compared: list[str], sink_spec: SinkSpec) -> Callable[[Any], Any]:
+    """For ``--shuffle hashes``: the topic frame's records at the coordinates (partition,
+    offset) of the frame given, the raw records joined before they are decoded and hashed
+    as the whole topic was (``sink``: before :func:`hashed`)."""
+    def at(coordinates: Any) -> Any:
+        subset = raw.join(coordinates, on=["partition", "offset"], how="left_semi")
+        return hashed(decode_topic(subset, request, types), sink, compared,
+                      request.declared_kinds(), sink_spec.column_types)[0]
+    return at
 
 
 def shuffle_partitions(ranges: list[OffsetRange]) -> int:

@@ -7,6 +7,11 @@
 - :mod:`~kaudit.reconcile.plan.comparison`: :func:`compare` (input checks, the one shuffle of
   both sides that marks the clean groups, the hand-over to the mode) and its result,
   :class:`Comparison`. Its docstring states what the plan costs.
+- :mod:`~kaudit.reconcile.plan.sides`: both sides' rows as one frame, the one shuffle of it,
+  and :func:`~kaudit.reconcile.plan.sides.read_once`, which makes every query read that
+  shuffle's output.
+- :mod:`~kaudit.reconcile.plan.refetch`: with ``shuffle="hashes"``, the suspects' rows
+  read again with their values.
 - :mod:`~kaudit.reconcile.plan.columns`: the column expressions every mode shares: the
   shuffled row's structs, the topic record a mode's detail keeps, group keys, sink
   aggregates, one discrepancy row, the null-safe comparison of one compared field.
@@ -23,8 +28,9 @@
   without Spark: :mod:`kaudit.reconcile.modes`).
 
 Imports go one way, and only public names cross modules: the mode modules use ``mode`` and
-``columns``, which use ``model``; ``modes`` uses the mode modules; ``comparison`` uses
-``modes``, never a mode module.
+``columns``, which use ``model``; ``modes`` uses the mode modules; ``sides`` uses
+``mode`` and ``model``, ``refetch`` uses ``sides``; ``comparison`` uses ``modes``,
+``sides`` and ``refetch``, never a mode module.
 """
 
 from kaudit.reconcile.classes import CLASSES

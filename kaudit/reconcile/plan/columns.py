@@ -24,7 +24,7 @@ TOMBSTONED = "tombstoned"
 # --- building blocks --------------------------------------------------------------------
 
 # The detailed plans of the modes keyed by key group the suspects' rows (both sides in one
-# frame, see comparison._shuffled) by key_hash and the key itself, so that colliding keys
+# frame, see sides.sides) by key_hash and the key itself, so that colliding keys
 # are never paired: the key (null as '') and whether it was null.
 KEY_GROUP = ["_gk", "_k", "_kn"]
 

@@ -25,6 +25,18 @@ Spark computes that shuffle once and every later step reads its output:
 
 No sort-merge join, no window, no Python UDF, no collect of the data.
 
+With ``shuffle="hashes"`` the one shuffle carries no compared value (the topic record's
+coordinates still), so its rows are narrow whatever the values weigh; the summary is the
+same. The suspect groups' rows are then read again with their values
+(:mod:`~kaudit.reconcile.plan.refetch`: the topic's records at their coordinates, joined
+before they are decoded; the sink's rows by group key), shuffled (a few rows) and given to
+the same detail. That costs one more read of each side, so it is the slower plan where
+that read costs more than the values' share of the shuffle (at 3 M records of 14 compared
+text fields it still was: 57-58 s against 56 s, for a shuffle of 31 bytes a row instead of
+174); its point is a shuffle that does not grow with the values. A second read can differ
+from the first (a database table being written): the rows it finds are counted against
+the first read's count for the same groups, and a difference is :class:`SourceChanged`.
+
 The discrepancy set and the totals' row are persisted (memory and disk) the first time
 they are computed, so that the counts, the samples and writing the set out do not compute
 it again; :meth:`Comparison.unpersist` releases it. :meth:`Comparison.counts`,
@@ -49,13 +61,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from py4j.java_gateway import JavaPackage  # type: ignore[import-untyped]
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kaudit.errors import RuntimeUnavailable, SourceChanged
-from kaudit.reconcile.classes import CLASSES, RAW_VALUE, UNDECODABLE
+from kaudit.errors import SourceChanged
+from kaudit.reconcile.classes import CLASSES
 from kaudit.reconcile.plan.columns import is_live, is_sink, is_topic
 from kaudit.reconcile.plan.mode import Mode
 from kaudit.reconcile.plan.model import (
@@ -65,6 +76,8 @@ from kaudit.reconcile.plan.model import (
     CompareOptions,
 )
 from kaudit.reconcile.plan.modes import PLANS
+from kaudit.reconcile.plan.refetch import read_again, records_at, with_problems
+from kaudit.reconcile.plan.sides import SIDE_SINK, SIDE_TOMBSTONE, read_once, shuffled
 
 
 @dataclass(frozen=True)
@@ -190,24 +203,24 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions,
     topic frame joined with them.
     """
     mode = _validate(topic, sink, options)
-    topic = _with_problems(topic)
+    topic = with_problems(topic)
     values = options.shuffle == "values"
-    rows_once = _shuffled(topic, sink, mode, options, values)
+    rows_once = shuffled(topic, sink, mode, options, values)
     group = list(mode.group)
     # The summary is small (suspects and one row of totals): a partition per core. Each
     # of the many tasks before it writes a file per partition of its output. Read twice
     # below, by the detail (its suspects) and by the totals: as one RDD, so that its
     # aggregation of every shuffled row runs once (the optimizer would plan each use anew).
-    summary = _read_once(_summary(rows_once, mode, not values),
-                         max(1, topic.sparkSession.sparkContext.defaultParallelism))
+    summary = read_once(_summary(rows_once, mode, not values),
+                        max(1, topic.sparkSession.sparkContext.defaultParallelism))
     suspects = summary.where(~F.col("_clean")).select(*group)
     # Both sides of this join are partitioned by the group key already (the rows by the
     # one shuffle, the suspects by a small exchange): a hash join per partition, no sort.
     suspect_rows = rows_once.join(suspects.hint("shuffle_hash"), on=group, how="left_semi")
     fetched = None
     if not values:
-        fetched = _fetched(suspect_rows, summary, _topic_at(topic, topic_at), sink, mode,
-                           options)
+        fetched = read_again(suspect_rows, summary, records_at(topic, topic_at), sink,
+                             mode, options)
         suspect_rows = fetched
     detail = _derived(suspect_rows, mode)
     rows = mode.rows(detail, topic, sink, options)
@@ -273,7 +286,7 @@ def _suspects_row(summary: DataFrame) -> DataFrame:
 
 def _fetched_row(fetched: DataFrame) -> DataFrame:
     """The suspect groups' rows read again (class :data:`_FETCHED`)."""
-    sink = F.col("_side") == F.lit(_SIDE_SINK)
+    sink = F.col("_side") == F.lit(SIDE_SINK)
     return _counts_row(fetched, _FETCHED, F.count_if(~sink), F.count_if(sink))
 
 
@@ -297,7 +310,7 @@ def _union(first: DataFrame, *others: DataFrame) -> DataFrame:
 #
 # Both sides go into one frame (the topic's columns as struct _t, the sink's as _s, the
 # other one null), shuffled ONCE on the group key (key_hash, or partition/offset in
-# coordinates mode). Every later query reads that one shuffle's output (see _read_once):
+# coordinates mode). Every later query reads that one shuffle's output (see read_once):
 # first a hash aggregation over fixed-width columns (counts, payload hashes, a second key
 # hash), one row per group, which decides whether the group can hold a discrepancy at all;
 # it is collapsed to the suspect groups plus one row of totals for the clean ones (a
@@ -306,164 +319,16 @@ def _union(first: DataFrame, *others: DataFrame) -> DataFrame:
 # sorts the rows: a sort (a window, a sort-merge join) cost more than all the rest after
 # the read (16 of 61 s at 10 M records).
 
-#: The ``_side`` byte of a shuffled row.
-_SIDE_SINK, _SIDE_RECORD, _SIDE_TOMBSTONE = 0, 1, 2
-
-
 def _second_key_hash(key: Column) -> Column:
     """An independent 64-bit hash of the key (and its null flag): two keys that share a
     key_hash but not this one are told apart before anything is paired."""
     return F.xxhash64(F.lit("kaudit.reconcile.k2"), key, key.isNull())
 
 
-def _read_once(frame: DataFrame, partitions: int | None = None) -> DataFrame:
-    """``frame`` as a leaf over the RDD of its physical plan, with the plan's partitioning.
-
-    Every query over the result reads the same RDD, so the shuffle ``frame`` ends in is
-    computed once and its output read by each query (Spark skips a shuffle's map stage
-    when its output exists). A DataFrame derived from ``frame`` itself would be planned
-    anew by every query, and read both sides again. Adaptive execution is off while the
-    plan is made, so that the RDD is lazy and has exactly the partitioning the plan says
-    (what Dataset.localCheckpoint does, without keeping the rows). Constraint propagation
-    is off too: the leaf would carry the plan's constraints, and deriving them from the
-    decoded columns' expressions grows with their number and nesting (300,000 records
-    with 14 compared text fields: 7.3 s of planning, against 19.6 s for the whole run
-    without it); no query over the leaf needs them. ``partitions``: the partition count of
-    the shuffles Spark adds while planning ``frame``.
-    """
-    spark = frame.sparkSession
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-
-    def module(package: Any, name: str) -> Any:
-        found = getattr(getattr(package, name + "$"), "MODULE$")
-        if isinstance(found, JavaPackage):  # py4j's answer for a class it cannot find
-            raise RuntimeUnavailable(
-                f"this Spark has no {name} where kaudit needs it (Spark "
-                f"{spark.version}; kaudit reconcile runs on pyspark 4.0.0)")
-        return found
-
-    saved = {key: spark.conf.get(key) or default for key, default in (
-        ("spark.sql.adaptive.enabled", "true"), ("spark.sql.shuffle.partitions", "200"),
-        ("spark.sql.constraintPropagation.enabled", "true"))}
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    spark.conf.set("spark.sql.constraintPropagation.enabled", "false")
-    if partitions is not None:
-        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    try:
-        rdd = frame._jdf.queryExecution().toRdd()
-        plan = module(jvm.org.apache.spark.sql.execution, "LogicalRDD").fromDataset(
-            rdd, frame._jdf, False)
-    finally:
-        for key, value in saved.items():
-            spark.conf.set(key, value)
-    jdf = module(jvm.org.apache.spark.sql.classic, "Dataset").ofRows(
-        frame._jdf.sparkSession(), plan)
-    return DataFrame(jdf, spark)
-
-
-def _shuffled(topic: DataFrame, sink: DataFrame, mode: Mode, options: CompareOptions,
-              values: bool) -> DataFrame:
-    """Both sides' rows (see above) after the one shuffle, on the mode's group key."""
-    both = _sides(topic, sink, mode, options, values).repartition(
-        *[F.col(g) for g in mode.group])
-    return _read_once(both, options.shuffle_partitions)
-
-
-def _sides(topic: DataFrame, sink: DataFrame, mode: Mode, options: CompareOptions,
-           values: bool) -> DataFrame:
-    """Both sides' rows as one frame, the compared values in the side structs only with
-    ``values``."""
-    tomb = F.coalesce(F.col("tombstone"), F.lit(False))
-    offset, partition = F.col("offset").cast("long"), F.col("partition").cast("int")
-    # Only what the summary and the detail need crosses the shuffle: the group key, one
-    # side/tombstone byte, the payload hash and the key at the top level; in the side
-    # structs only the compared values (and the topic record's coordinates, and its time
-    # when --grace needs it). What can be derived from those (flags, the second key hash,
-    # upsert's ordering) is derived after the shuffle: every byte a row carries is
-    # written, compressed and read back for millions of rows.
-    compared = list(options.compare) if values else []
-    t_fields = [partition.alias("partition"), offset.alias("offset"),
-                F.col(UNDECODABLE).alias(UNDECODABLE), F.col(RAW_VALUE).alias(RAW_VALUE)]
-    if options.grace_cutoff is not None:
-        t_fields.append(F.col("timestamp").alias("timestamp"))
-    t_struct = F.struct(*t_fields, *[F.col(c) for c in compared])
-    s_struct = F.struct(*[F.col(c) for c in compared]) if compared else F.struct(
-        F.lit(None).cast("boolean").alias("_"))
-    t_type = topic.select(t_struct.alias("s")).schema["s"].dataType
-    s_type = sink.select(s_struct.alias("s")).schema["s"].dataType
-    t_narrow = topic.select(
-        *mode.group_columns(),
-        F.when(tomb, F.lit(_SIDE_TOMBSTONE)).otherwise(F.lit(_SIDE_RECORD)).cast("byte")
-        .alias("_side"),
-        F.col("payload_hash").alias("_ph"),
-        *mode.carried(),
-        F.col("key").alias("_key"),
-        t_struct.alias("_t"),
-        F.lit(None).cast(s_type).alias("_s"),
-    )
-    s_narrow = sink.select(
-        *mode.group_columns(),
-        F.lit(_SIDE_SINK).cast("byte").alias("_side"),
-        F.col("payload_hash").alias("_ph"),
-        *mode.carried(),
-        F.col("key").alias("_key"),
-        F.lit(None).cast(t_type).alias("_t"),
-        s_struct.alias("_s"),
-    )
-    return t_narrow.unionByName(s_narrow)
-
-
-FETCH_BROADCAST_MAX = 4_000_000
-"""Most suspect topic records whose coordinates are sent to every task as one table
-(about 30 bytes each in the driver and in each executor); above it both sides are
-shuffled to meet them instead, as a shuffle of values would have done."""
-
-
-def _with_problems(topic: DataFrame) -> DataFrame:
-    """The topic frame with :data:`UNDECODABLE` and :data:`RAW_VALUE` (null where absent:
-    every record decoded)."""
-    for name in (UNDECODABLE, RAW_VALUE):
-        if name not in topic.columns:
-            topic = topic.withColumn(name, F.lit(None).cast("string"))
-    return topic
-
-
-def _topic_at(topic: DataFrame, given: Callable[[DataFrame], DataFrame] | None
-              ) -> Callable[[DataFrame], DataFrame]:
-    """``compare``'s ``topic_at``, or the topic frame joined with the coordinates."""
-    if given is not None:
-        return lambda at: _with_problems(given(at))
-    return lambda at: topic.join(at, on=["partition", "offset"], how="left_semi")
-
-
-def _fetched(suspect_rows: DataFrame, summary: DataFrame,
-             topic_at: Callable[[DataFrame], DataFrame], sink: DataFrame, mode: Mode,
-             options: CompareOptions) -> DataFrame:
-    """The suspect groups' rows with their values, read again from both sides: the topic's
-    records at the coordinates the first read gave them (``topic_at``), the sink's rows by
-    group key. Read once (:func:`_read_once`): the detail and the check of
-    :data:`_FETCHED` read the same rows. Runs the first pass now: how many records the
-    suspects have decides how they are met."""
-    suspects = summary.where(~F.col("_clean"))
-    counted = suspects.agg(F.sum("_t_rows")).collect()[0][0] or 0
-    hint = "broadcast" if counted <= FETCH_BROADCAST_MAX else "shuffle_hash"
-    at = (suspect_rows.where(F.col("_side") != F.lit(_SIDE_SINK))
-          .select(F.col("_t.partition").alias("partition"),
-                  F.col("_t.offset").alias("offset")))
-    group = list(mode.group)
-    s = (sink.select("*", *mode.group_columns())
-         .join(suspects.select(*group).hint(hint), on=group, how="left_semi")
-         .drop(*group))
-    both = _sides(topic_at(at.hint(hint)), s, mode, options, True)
-    return _read_once(both.repartition(*[F.col(g) for g in group]),
-                      max(1, summary.sparkSession.sparkContext.defaultParallelism))
-
-
 def _derived(rows: DataFrame, mode: Mode) -> DataFrame:
     """The shuffled rows with the columns derived from them after the shuffle."""
-    rows = (rows.withColumn("_is_t", F.col("_side") != F.lit(_SIDE_SINK))
-            .withColumn("_tomb", F.col("_side") == F.lit(_SIDE_TOMBSTONE))
+    rows = (rows.withColumn("_is_t", F.col("_side") != F.lit(SIDE_SINK))
+            .withColumn("_tomb", F.col("_side") == F.lit(SIDE_TOMBSTONE))
             .withColumn("_k2", _second_key_hash(F.col("_key"))))
     return mode.derived(rows)
 
