@@ -71,17 +71,17 @@ def read_once(frame: DataFrame, partitions: int | None = None) -> DataFrame:
 
 
 def shuffled(topic: DataFrame, sink: DataFrame, mode: Mode, options: CompareOptions,
-              values: bool) -> DataFrame:
-    """Both sides' rows (see above) after the one shuffle, on the mode's group key."""
+             values: bool) -> DataFrame:
+    """Both sides' rows (:func:`sides`) after the one shuffle, on the mode's group key."""
     both = sides(topic, sink, mode, options, values).repartition(
         *[F.col(g) for g in mode.group])
     return read_once(both, options.shuffle_partitions)
 
 
 def sides(topic: DataFrame, sink: DataFrame, mode: Mode, options: CompareOptions,
-           values: bool) -> DataFrame:
+          values: bool) -> DataFrame:
     """Both sides' rows as one frame, the compared values in the side structs only with
-    ``values``."""
+    ``values`` (the summary needs none of them)."""
     tomb = F.coalesce(F.col("tombstone"), F.lit(False))
     offset, partition = F.col("offset").cast("long"), F.col("partition").cast("int")
     # Only what the summary and the detail need crosses the shuffle: the group key, one
