@@ -115,6 +115,24 @@ def test_a_string_where_the_sink_has_a_number_is_undecodable(spark: SparkSession
         ], mode
 
 
+def test_a_text_field_reads_any_json_value_as_its_text_and_never_stands_for_a_bad_number(
+        spark: SparkSession) -> None:
+    # A text column takes whatever the field holds as its text (nothing to convert, so
+    # nothing to check); the number beside it is still checked, by either decoder: record
+    # 4 is read by the text decoder (its amount is quoted), record 5 by the fast one.
+    values: list[Any] = [{"id": 1, "note": 12, "amount": 1}, {"id": 2, "note": True, "amount": 2},
+                         {"id": 3, "note": {"a": [1]}, "amount": 3},
+                         {"id": 4, "note": "x", "amount": "4x"},
+                         {"id": 5, "note": None, "amount": {"n": 5}}, {"id": 6, "amount": 6}]
+    sink = [(1, "12", 1.0), (2, "true", 2.0), (3, '{"a":[1]}', 3.0), (4, "x", 4.0),
+            (5, None, 5.0), (6, None, 6.0)]
+    result = reconcile(spark, values, sink, "id long, note string, amount double",
+                       compare=("note", "amount"))
+    assert result.counts() == counts(undecodable=2)
+    assert [(r[0], r[1], r[6]) for r in rows(result)] == [
+        ("undecodable", "4", "amount"), ("undecodable", "5", "amount")]
+
+
 def test_numbers_as_text_and_other_types_read_exactly_as_the_text_decoder(
         spark: SparkSession) -> None:
     # The fast decoder reads numbers as DOUBLE; a record it cannot read alike (a number
