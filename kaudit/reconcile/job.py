@@ -243,7 +243,6 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
                    sink_spec.database_kinds())
     sink = shape_sink(sink_table, request)
     raw = read_topic(spark, conn, request.topic, ranges, request.read_committed)
-    topic = decode_topic(raw, request, types)
     sink = value_format(request.value_format).shape_sink(sink, request)
     if PLANS[request.mode].by_coordinates:
         # Rows outside the pinned range were written before or after it: not ours to judge.
@@ -255,8 +254,7 @@ def _compare_and_report(conn: ConnectionSettings, request: ReconcileRequest, spa
         sink = sink.where(in_range)
     compared = [request.sink_column(c) for c in request.compare]
     topic_at = _records_at(raw, request, types, sink, compared, sink_spec)
-    topic, sink, fields = hashed(topic, sink, compared, request.declared_kinds(),
-                                 sink_spec.column_types)
+    topic, sink, fields = _decoded_and_hashed(raw, request, types, sink, compared, sink_spec)
     notes = {request.sink_column(n): why for n, why in request.type_notes.items()}
     fields = [replace(f, note=notes.get(f.column)) for f in fields]
     grace = (datetime.now(UTC) - timedelta(seconds=request.grace_seconds)
@@ -332,9 +330,18 @@ def _records_at(raw: Any, request: ReconcileRequest, types: dict[str, Any], sink
     as the whole topic was (``sink``: before :func:`hashed`)."""
     def at(coordinates: Any) -> Any:
         subset = raw.join(coordinates, on=["partition", "offset"], how="left_semi")
-        return hashed(decode_topic(subset, request, types), sink, compared,
-                      request.declared_kinds(), sink_spec.column_types)[0]
+        return _decoded_and_hashed(subset, request, types, sink, compared, sink_spec)[0]
     return at
+
+
+def _decoded_and_hashed(raw: Any, request: ReconcileRequest, types: dict[str, Any], sink: Any,
+                        compared: list[str], sink_spec: SinkSpec
+                        ) -> tuple[Any, Any, list[FieldTypes]]:
+    """The topic's ``raw`` records decoded, and both sides typed and hashed alike
+    (:func:`hashed`): the one way the topic frame is built, for the whole range and for the
+    records :func:`_records_at` reads again, so that the two cannot differ."""
+    return hashed(decode_topic(raw, request, types), sink, compared,
+                  request.declared_kinds(), sink_spec.column_types)
 
 
 def shuffle_partitions(ranges: list[OffsetRange]) -> int:
