@@ -195,6 +195,49 @@ def test_upsert_mode_against_postgres_with_tombstones(lab: Lab, topic: dict[str,
     assert after == before  # the sink is only read
 
 
+def test_a_sink_that_changes_before_the_second_read_is_exit_3_from_the_cli(
+        lab: Lab, topic: dict[str, Any], postgres: Postgres, tmp_path: Path) -> None:
+    # --shuffle hashes reads the sink twice: the second time for the suspects' values. The
+    # sink here is a view that gains a second row of a mismatched key from its R-th query
+    # on: a sequence, advanced once per query, counts them. A first run, where the row
+    # never comes, finds R (the queries of one run); in the second the row comes with the
+    # last query only, the second read's.
+    table, view, reads = (f"{p}_{uuid.uuid4().hex[:6]}" for p in ("orders", "v", "reads"))
+    changed = min(CHANGED)
+    postgres.psql(f"create table {table} (id bigint, status text, amount double precision, "
+                  "customer_id bigint)")
+    rows = sink_rows(drop_tombstoned=False)
+    postgres.psql(f"insert into {table} values " + ",".join(
+        f"({r['id']},'{r['status']}',{r['amount']},{r['customer_id']})" for r in rows))
+    postgres.psql(f"create sequence {reads}; create table {view}_from (k bigint)")
+    postgres.psql(f"insert into {view}_from values (1000000000)")
+    # (select nextval(...)) is an InitPlan: evaluated once per query of the view.
+    postgres.psql(
+        f"create view {view} as select * from {table} union all select * from {table} "
+        f"where id = {changed} and (select nextval('{reads}')) >= (select k from {view}_from)")
+    password_file = tmp_path / "pw"
+    password_file.write_text(postgres.password)
+
+    def run() -> tuple[int, dict[str, Any], str]:
+        return reconcile(
+            lab, "--topic", topic["name"], "--sink", f"{postgres.jdbc_url}?table={view}",
+            "--sink-option", f"user={postgres.user}",
+            "--sink-option", f"password-file={password_file}", "--key", "id",
+            "--compare", "status,amount", "--shuffle", "hashes")
+
+    code, doc, stderr = run()
+    assert code == 1, stderr
+    assert doc["counts"]["mismatched"] == len(CHANGED)
+    queries = int(postgres.psql(f"select last_value from {reads}"))
+    assert queries >= 2, queries  # the first read and the second, at least
+    postgres.psql(f"alter sequence {reads} restart; update {view}_from set k = {queries}")
+    code, doc, stderr = run()
+    assert code == 3, (stderr, doc)
+    assert stderr.startswith("kaudit: error: the sink changed while kaudit read it: "), stderr
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert postgres.password not in stderr
+
+
 def test_a_password_with_url_characters_in_the_jdbc_url_reads_the_sink_and_never_shows(
         lab: Lab, topic: dict[str, Any], postgres: Postgres, tmp_path: Path) -> None:
     import html
