@@ -90,9 +90,12 @@ class Comparison:
 
     _kept: DataFrame
     """The discrepancy rows and one row of totals (class :data:`_TOTALS`), persisted; with
-    ``shuffle="hashes"`` also the rows of :data:`_SUSPECTS` and :data:`_FETCHED`."""
+    ``shuffle="hashes"`` also the row of :data:`_FETCHED`."""
     _fetched: DataFrame | None = None
     """With ``shuffle="hashes"``: the suspects' rows read again."""
+    _first_read: tuple[int, int] | None = None
+    """With ``shuffle="hashes"``: the suspect groups' topic rows (tombstones too) and sink
+    rows in the first read; the second read must find as many."""
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -123,8 +126,8 @@ class Comparison:
                      if row["class"] not in _BOOKKEEPING]
             sums = {row["class"]: (int(row["t"] or 0), int(row["s"] or 0)) for row in rows
                     if row["class"] in _BOOKKEEPING}
-            if sums.get(_SUSPECTS) != sums.get(_FETCHED):
-                raise SourceChanged(_changed(sums.get(_SUSPECTS), sums.get(_FETCHED)))
+            if self._first_read is not None and sums.get(_FETCHED) != self._first_read:
+                raise SourceChanged(_changed(self._first_read, sums.get(_FETCHED)))
             self._memo["aggregated"] = (found, sums.get(_TOTALS, (0, 0)))
         result: tuple[list[tuple[int | None, str, int]], tuple[int, int]] = \
             self._memo["aggregated"]
@@ -178,9 +181,9 @@ class Comparison:
         self._kept.unpersist()
 
 
-def _changed(suspects: tuple[int, int] | None, fetched: tuple[int, int] | None) -> str:
+def _changed(want: tuple[int, int], fetched: tuple[int, int] | None) -> str:
     """Why a second read of the suspects' rows cannot be trusted, in one line."""
-    want, got = suspects or (0, 0), fetched or (0, 0)
+    got = fetched or (0, 0)
     side = "topic" if want[0] != got[0] else "sink"
     n = 0 if side == "topic" else 1
     return (f"the {side} changed while kaudit read it: the suspect keys had {want[n]} "
@@ -217,10 +220,10 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions,
     # Both sides of this join are partitioned by the group key already (the rows by the
     # one shuffle, the suspects by a small exchange): a hash join per partition, no sort.
     suspect_rows = rows_once.join(suspects.hint("shuffle_hash"), on=group, how="left_semi")
-    fetched = None
+    fetched, first_read = None, None
     if not values:
-        fetched = read_again(suspect_rows, summary, records_at(topic, topic_at), sink,
-                             mode, options)
+        fetched, first_read = read_again(suspect_rows, summary, records_at(topic, topic_at),
+                                         sink, mode, options)
         suspect_rows = fetched
     detail = _derived(suspect_rows, mode)
     rows = mode.rows(detail, topic, sink, options)
@@ -233,7 +236,7 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions,
     )
     checks = [_totals_row(summary)]
     if fetched is not None:
-        checks += [_suspects_row(summary), _fetched_row(fetched)]
+        checks.append(_fetched_row(fetched))
     kept = (
         _union(found, *checks)
         # The set is small (the suspects' rows), but the big shuffle left it in many
@@ -244,7 +247,7 @@ def compare(topic: DataFrame, sink: DataFrame, options: CompareOptions,
                                   options.shuffle_partitions))
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    return Comparison(kept, fetched)
+    return Comparison(kept, fetched, first_read)
 
 
 PARTITIONS_PER_KEPT_TASK = 40
@@ -267,21 +270,15 @@ def kept_partitions(cores: int, shuffled: int | None) -> int:
 #: The class of the kept set's one row of totals (topic_count: topic records compared,
 #: sink_count: sink rows compared); never a discrepancy.
 _TOTALS = "_totals"
-#: With shuffle="hashes": the suspect groups' topic rows (tombstones too) and sink rows in
-#: the first read, and the same counted in the second; they must be equal.
-_SUSPECTS, _FETCHED = "_suspects", "_fetched"
-_BOOKKEEPING = (_TOTALS, _SUSPECTS, _FETCHED)
+#: With shuffle="hashes": the suspect groups' topic rows (tombstones too) and sink rows
+#: counted in the second read; they must equal the first read's (Comparison._first_read).
+_FETCHED = "_fetched"
+_BOOKKEEPING = (_TOTALS, _FETCHED)
 
 
 def _totals_row(summary: DataFrame) -> DataFrame:
     """The summary's totals as one row of the discrepancy schema (class :data:`_TOTALS`)."""
     return _counts_row(summary, _TOTALS, F.sum("_live_n"), F.sum("_s_rows"))
-
-
-def _suspects_row(summary: DataFrame) -> DataFrame:
-    """The suspect groups' rows in the first read (class :data:`_SUSPECTS`)."""
-    return _counts_row(summary.where(~F.col("_clean")), _SUSPECTS, F.sum("_t_rows"),
-                       F.sum("_s_rows"))
 
 
 def _fetched_row(fetched: DataFrame) -> DataFrame:

@@ -44,17 +44,19 @@ def records_at(topic: DataFrame, given: Callable[[DataFrame], DataFrame] | None
 
 def read_again(suspect_rows: DataFrame, summary: DataFrame,
                topic_at: Callable[[DataFrame], DataFrame], sink: DataFrame, mode: Mode,
-               options: CompareOptions) -> DataFrame:
+               options: CompareOptions) -> tuple[DataFrame, tuple[int, int]]:
     """The suspect groups' rows with their values, read again from both sides: the topic's
     records at the coordinates the first read gave them (``topic_at``), the sink's rows by
     group key. ``suspect_rows``: the first shuffle's rows of the suspect groups;
     ``summary``: the first pass's summary (``_t_rows`` per group). Read once
     (:func:`~kaudit.reconcile.plan.sides.read_once`): the detail and the check of how many
-    rows came back read the same rows. Runs the first pass now: how many records the
-    suspects have decides how they are met."""
+    rows came back read the same rows. Also how many topic rows (tombstones too) and sink
+    rows the suspect groups had in the first read, which the second must find again. Runs
+    the first pass now: how many records the suspects have decides how they are met."""
     suspects = summary.where(~F.col("_clean"))
-    counted = suspects.agg(F.sum("_t_rows")).collect()[0][0] or 0
-    hint = "broadcast" if counted <= FETCH_BROADCAST_MAX else "shuffle_hash"
+    sums = suspects.agg(F.sum("_t_rows"), F.sum("_s_rows")).collect()[0]
+    first_read = (int(sums[0] or 0), int(sums[1] or 0))
+    hint = "broadcast" if first_read[0] <= FETCH_BROADCAST_MAX else "shuffle_hash"
     at = (suspect_rows.where(F.col("_side") != F.lit(SIDE_SINK))
           .select(F.col("_t.partition").alias("partition"),
                   F.col("_t.offset").alias("offset")))
@@ -64,4 +66,4 @@ def read_again(suspect_rows: DataFrame, summary: DataFrame,
          .drop(*group))
     both = sides(topic_at(at.hint(hint)), s, mode, options, True)
     return read_once(both.repartition(*[F.col(g) for g in group]),
-                     max(1, summary.sparkSession.sparkContext.defaultParallelism))
+                     max(1, summary.sparkSession.sparkContext.defaultParallelism)), first_read
